@@ -1,0 +1,59 @@
+"""DTorch: a PyTorch-style deep-learning framework whose models export to one `.dtm` file and run on
+small devices through a pruned C++ runtime. `import dtorch as dt`."""
+
+from __future__ import annotations
+
+from . import _tensor_methods  # noqa: F401  (attaches methods to Tensor)
+from ._functions import *  # noqa: F401,F403
+from ._functions import (abs, add, all, any, argmax, argmin, cat, chunk, clamp, div, exp, flatten,  # noqa: F401
+                         log, matmul, max, mean, min, mul, permute, pow, reshape, round, sigmoid, split, sqrt,
+                         squeeze, stack, std, sub, sum, tanh, transpose, unsqueeze, var, where)
+from ._version import __version__
+from .amp.autocast_mode import autocast
+from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
+from .creation import (arange, as_tensor, asarray, bernoulli, empty, empty_like, eye, from_numpy, full,  # noqa: F401
+                       full_like, linspace, logspace, multinomial, normal, ones, ones_like, rand, rand_like, randint,
+                       randint_like, randn, randn_like, randperm, tensor, zeros, zeros_like)
+from .device import DeviceError, available_backends, device
+from .dtypes import (bfloat16, bool_, double, dtype, float16, float32, float64, get_default_dtype, half,  # noqa: F401
+                     int8, int16, int32, int64, long, promote_types, set_default_dtype, short, uint8)
+from .dtypes import float as float  # noqa: PLC0414
+from .dtypes import int as int  # noqa: PLC0414
+from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: F401
+from .tensor import Size, Tensor
+
+bool = bool_  # noqa: A001 - dt.bool as in PyTorch
+
+
+def is_tensor(obj: object) -> bool:
+    return isinstance(obj, Tensor)
+
+
+def is_floating_point(t: Tensor) -> bool:
+    return t.is_floating_point()
+
+
+def numel(t: Tensor) -> int:
+    return t.numel()
+
+
+def result_type(a: object, b: object) -> dtype:
+    from .dtypes import result_type as _rt
+
+    return _rt(a, b)
+
+
+def __getattr__(name: str):  # type: ignore[no-untyped-def]
+    # Subpackages load on first use so `import dtorch` stays fast.
+    import importlib
+
+    if name in ("nn", "optim", "data", "vision", "amp", "autograd", "utils", "export", "runtime", "edge", "random",
+                "serialization"):
+        return importlib.import_module(f".{name}", __name__)
+    if name in ("save", "load"):
+        return getattr(importlib.import_module(".serialization", __name__), name)
+    raise AttributeError(f"module 'dtorch' has no attribute {name!r}")
+
+
+__all__ = ["Tensor", "Size", "tensor", "device", "dtype", "autocast", "no_grad", "enable_grad", "manual_seed",
+           "available_backends", "__version__", "DeviceError"]

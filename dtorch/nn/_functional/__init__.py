@@ -1,0 +1,1 @@
+"""Implementation files of dtorch.nn.functional, one per family."""

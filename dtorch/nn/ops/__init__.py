@@ -1,0 +1,1 @@
+"""Differentiable primitives of the nn layers (conv, pooling, normalization, losses ...)."""

@@ -1,0 +1,3 @@
+"""`dtorch.nn.utils`: gradient clipping and parameter helpers."""
+
+from .clip_grad import *  # noqa: F401,F403
