@@ -1,0 +1,3 @@
+"""The dtorch version, read by ``pyproject.toml`` at build time."""
+
+__version__ = "0.1.0"
