@@ -1,0 +1,3 @@
+"""`dtorch.utils`: PyTorch's `torch.utils` spellings (`dtorch.utils.data` is `dtorch.data`)."""
+
+from . import data  # noqa: F401
