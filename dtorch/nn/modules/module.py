@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 from collections import OrderedDict
-from typing import Any, Callable, Iterator, Mapping, NamedTuple
+from collections.abc import Callable, Iterator, Mapping
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -16,6 +17,13 @@ from ..parameter import Parameter
 class _IncompatibleKeys(NamedTuple):
     missing_keys: list[str]
     unexpected_keys: list[str]
+
+    def __repr__(self) -> str:
+        if not self.missing_keys and not self.unexpected_keys:
+            return "<All keys matched successfully>"
+        return f"_IncompatibleKeys(missing_keys={self.missing_keys}, unexpected_keys={self.unexpected_keys})"
+
+    __str__ = __repr__
 
 
 class Module:
@@ -67,7 +75,7 @@ class Module:
             raise AttributeError(f"cannot assign {type(value).__name__} '{name}' before Module.__init__() call")
         params, modules, buffers = d.get("_parameters"), d.get("_modules"), d.get("_buffers")
         if isinstance(value, Parameter):
-            self._remove_from(name)
+            self._remove_from(name, keep="_parameters")
             params[name] = value
         elif params is not None and name in params:
             if value is not None and not isinstance(value, Parameter):
@@ -75,7 +83,7 @@ class Module:
                                 f"(dtorch.nn.Parameter or None expected)")
             params[name] = value
         elif isinstance(value, Module):
-            self._remove_from(name)
+            self._remove_from(name, keep="_modules")
             modules[name] = value
         elif modules is not None and name in modules:
             if value is not None:
@@ -89,9 +97,11 @@ class Module:
         else:
             object.__setattr__(self, name, value)
 
-    def _remove_from(self, name: str) -> None:
+    def _remove_from(self, name: str, keep: str) -> None:
+        """Drop `name` from every store except `keep`, so re-assigning a member keeps its position."""
         for key in ("_parameters", "_buffers", "_modules"):
-            self.__dict__[key].pop(name, None)
+            if key != keep:
+                self.__dict__[key].pop(name, None)
         self.__dict__.pop(name, None)
         self.__dict__["_non_persistent_buffers"].discard(name)
 
@@ -107,6 +117,7 @@ class Module:
         for key in ("_parameters", "_buffers", "_modules"):
             if name in self.__dict__[key]:
                 del self.__dict__[key][name]
+                self.__dict__["_non_persistent_buffers"].discard(name)
                 return
         object.__delattr__(self, name)
 
@@ -130,20 +141,22 @@ class Module:
     def add_module(self, name: str, module: Module | None) -> None:
         if module is not None and not isinstance(module, Module):
             raise TypeError(f"{type(module).__name__} is not a Module subclass")
-        self._check_name(name, "module", allow_existing_module=True)
+        self._check_name(name, "module")
         self._modules[name] = module
 
     register_module = add_module
 
-    def _check_name(self, name: str, kind: str, allow_existing_module: bool = False) -> None:
+    def _check_name(self, name: str, kind: str) -> None:
         if "_parameters" not in self.__dict__:
             raise AttributeError(f"cannot assign {kind} before Module.__init__() call")
         if not isinstance(name, str):
             raise TypeError(f"{kind} name should be a string, got {type(name).__name__}")
         if "." in name or name == "":
             raise KeyError(f'{kind} name can\'t contain "." or be empty, got {name!r}')
-        if hasattr(self, name) and not (name in self._parameters or name in self._buffers or name in self._modules):
-            raise KeyError(f"attribute '{name}' already exists")
+        own = {"parameter": self._parameters, "buffer": self._buffers, "module": self._modules}[kind]
+        if hasattr(self, name) and name not in own:
+            raise KeyError(f"attribute '{name}' already exists: choose another name for the {kind}, or delete the "
+                           f"existing attribute first")
 
     def get_submodule(self, target: str) -> Module:
         mod: Module = self
@@ -152,6 +165,13 @@ class Module:
                 raise AttributeError(f"{type(mod).__name__} has no submodule `{item}` (in '{target}')")
             mod = mod._modules[item]
         return mod
+
+    def get_buffer(self, target: str) -> Tensor:
+        mod_path, _, name = target.rpartition(".")
+        mod = self.get_submodule(mod_path)
+        if name not in mod._buffers:
+            raise AttributeError(f"{type(mod).__name__} has no buffer `{name}`")
+        return mod._buffers[name]
 
     def get_parameter(self, target: str) -> Parameter:
         mod_path, _, name = target.rpartition(".")
@@ -268,10 +288,12 @@ class Module:
 
     # ------------------------------------------------------------------ modes and moves
     def train(self, mode: bool = True) -> Module:
+        """Set training mode on this module and (through their own `train`) on all children."""
         if not isinstance(mode, bool):
-            raise ValueError("training mode is expected to be boolean")
-        for m in self.modules():
-            object.__setattr__(m, "training", mode)
+            raise ValueError("training mode is expected to be boolean")  # noqa: TRY004 - PyTorch's type
+        object.__setattr__(self, "training", mode)
+        for m in self.children():
+            m.train(mode)
         return self
 
     def eval(self) -> Module:
@@ -299,7 +321,7 @@ class Module:
     def _cast(self, fn: Callable[[Tensor], np.ndarray]) -> Module:
         for m in self.modules():
             for store in (m._parameters, m._buffers):
-                for k, t in store.items():
+                for t in store.values():
                     if t is None:
                         continue
                     new = fn(t)
@@ -313,6 +335,7 @@ class Module:
         dtype = kwargs.pop("dtype", None)
         dev = kwargs.pop("device", None)
         kwargs.pop("non_blocking", None)
+        kwargs.pop("memory_format", None)
         if kwargs:
             raise TypeError(f"to() got unexpected keyword arguments {sorted(kwargs)}")
         for a in args:
