@@ -28,7 +28,8 @@ _PLAIN = [
     "logsumexp", "norm", "all", "any", "count_nonzero", "sort", "argsort", "topk", "reshape", "view", "permute",
     "transpose", "swapaxes", "swapdims", "t", "flatten", "unflatten", "squeeze", "unsqueeze", "expand",
     "broadcast_to", "repeat", "tile", "contiguous", "clone", "flip", "narrow", "split", "chunk", "unbind", "select",
-    "gather", "index_select", "tril", "triu", "nonzero",
+    "gather", "index_select", "tril", "triu", "nonzero", "bitwise_not", "bitwise_and", "bitwise_or", "bitwise_xor",
+    "fix",
 ]
 for _name in _PLAIN:
     setattr(Tensor, _name, _method(getattr(F, _name)))
@@ -83,6 +84,7 @@ Tensor.__rtruediv__ = lambda a, b: F.div(b, a)
 Tensor.__floordiv__ = lambda a, b: F.floor_divide(a, b)
 Tensor.__rfloordiv__ = lambda a, b: F.floor_divide(b, a)
 Tensor.__mod__ = lambda a, b: F.remainder(a, b)
+Tensor.__rmod__ = lambda a, b: F.remainder(b, a)
 Tensor.__pow__ = lambda a, b: F.pow(a, b)
 Tensor.__rpow__ = lambda a, b: F.pow(F.as_tensor_like(b, a), a)
 Tensor.__matmul__ = lambda a, b: F.matmul(a, b)
@@ -90,12 +92,13 @@ Tensor.__rmatmul__ = lambda a, b: F.matmul(F.as_tensor_like(b), a)
 Tensor.__neg__ = lambda a: F.neg(a)
 Tensor.__pos__ = lambda a: a
 Tensor.__abs__ = lambda a: F.abs(a)
-Tensor.__invert__ = lambda a: F.logical_not(a)
-Tensor.__and__ = lambda a, b: F._compare("bitwise_and", a, b)
-Tensor.__or__ = lambda a, b: F._compare("bitwise_or", a, b)
-Tensor.__xor__ = lambda a, b: F._compare("bitwise_xor", a, b)
-Tensor.__rand__ = lambda a, b: F._compare("bitwise_and", b, a)
-Tensor.__ror__ = lambda a, b: F._compare("bitwise_or", b, a)
+Tensor.__invert__ = lambda a: F.bitwise_not(a)
+Tensor.__and__ = lambda a, b: F.bitwise_and(a, b)
+Tensor.__or__ = lambda a, b: F.bitwise_or(a, b)
+Tensor.__xor__ = lambda a, b: F.bitwise_xor(a, b)
+Tensor.__rand__ = lambda a, b: F.bitwise_and(b, a)
+Tensor.__ror__ = lambda a, b: F.bitwise_or(b, a)
+Tensor.__rxor__ = lambda a, b: F.bitwise_xor(b, a)
 Tensor.__eq__ = lambda a, b: F.eq(a, b) if isinstance(b, Tensor) or F._scalar_ok(b) else NotImplemented
 Tensor.__ne__ = lambda a, b: F.ne(a, b) if isinstance(b, Tensor) or F._scalar_ok(b) else NotImplemented
 Tensor.__lt__ = lambda a, b: F.lt(a, b)
@@ -117,7 +120,9 @@ def _inplace(fn: Any) -> Any:
 
 for _name in ["add", "sub", "mul", "div", "pow", "clamp", "clip", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid",
               "abs", "neg", "relu", "floor", "ceil", "round", "trunc", "masked_fill", "reciprocal", "sign", "square",
-              "lerp", "sin", "cos", "maximum", "minimum", "erf", "log1p", "expm1", "remainder", "floor_divide"]:
+              "lerp", "sin", "cos", "maximum", "minimum", "erf", "log1p", "expm1", "remainder", "floor_divide", "fmod",
+              "log2", "log10", "bitwise_and", "bitwise_or", "bitwise_xor", "bitwise_not", "logical_not", "fix",
+              "subtract", "multiply", "divide", "true_divide"]:
     setattr(Tensor, _name + "_", _inplace(getattr(F, _name)))
 
 Tensor.__iadd__ = Tensor.add_
@@ -125,3 +130,8 @@ Tensor.__isub__ = Tensor.sub_
 Tensor.__imul__ = Tensor.mul_
 Tensor.__itruediv__ = Tensor.div_
 Tensor.__ipow__ = Tensor.pow_
+Tensor.__imod__ = Tensor.remainder_
+Tensor.__ifloordiv__ = Tensor.floor_divide_
+Tensor.__iand__ = Tensor.bitwise_and_
+Tensor.__ior__ = Tensor.bitwise_or_
+Tensor.__ixor__ = Tensor.bitwise_xor_

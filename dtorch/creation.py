@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import math
-from typing import Any, Sequence
+from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 
@@ -41,7 +42,7 @@ def _size(size: Sequence[Any]) -> tuple[int, ...]:
 def _infer(data: Any) -> np.ndarray:
     if isinstance(data, Tensor):
         return np.array(data._data, copy=True)
-    if isinstance(data, np.ndarray):
+    if isinstance(data, (np.ndarray, np.generic)):
         _dt.from_numpy_dtype(data.dtype)
         return np.array(data, copy=True)
     if isinstance(data, (list, tuple)) and any(isinstance(x, Tensor) for x in data):
@@ -64,7 +65,14 @@ def _infer(data: Any) -> np.ndarray:
 def tensor(data: Any, dtype: Any = None, device: Any = None, requires_grad: bool = False,
            pin_memory: bool = False) -> Tensor:
     """A new tensor holding a copy of `data` (nested lists, scalars, NumPy arrays or tensors)."""
-    return _finish(_infer(data), dtype, device, requires_grad)
+    arr = _infer(data)
+    if dtype is not None and not isinstance(data, (Tensor, np.ndarray, np.generic)):
+        d = _dt.as_dtype(dtype)
+        if d.np.kind in "iu" and arr.dtype.kind in "iu" and arr.size:
+            info = np.iinfo(d.np)
+            if arr.min() < info.min or arr.max() > info.max:
+                raise RuntimeError(f"value cannot be converted to type {d.name} without overflow")
+    return _finish(arr, dtype, device, requires_grad)
 
 
 def as_tensor(data: Any, dtype: Any = None, device: Any = None) -> Tensor:
@@ -116,30 +124,80 @@ def eye(n: int, m: int | None = None, *, dtype: Any = None, device: Any = None, 
     return _finish(np.eye(n, m, dtype=_dtype_or_default(dtype)), None, device, requires_grad)
 
 
+def _num(v: Any, name: str) -> Any:
+    if isinstance(v, Tensor):
+        v = v.item()
+    if not isinstance(v, (int, float, np.number)) or isinstance(v, (bool, np.bool_)):
+        raise TypeError(f"arange(): argument '{name}' must be a Number, not {type(v).__name__}")
+    return v
+
+
 def arange(start: Any, end: Any = None, step: Any = 1, *, dtype: Any = None, device: Any = None,
            requires_grad: bool = False) -> Tensor:
+    """Values from `start` up to (not including) `end` in steps of `step`, computed as PyTorch does."""
     if end is None:
         start, end = 0, start
-    vals = [v.item() if isinstance(v, Tensor) else v for v in (start, end, step)]
-    start, end, step = vals
-    if step == 0:
-        raise RuntimeError("arange: step must be nonzero")
-    if (end - start) * step < 0:
-        raise RuntimeError(f"arange: upper bound and larger bound inconsistent with step sign "
-                           f"(start={start}, end={end}, step={step})")
-    is_int = all(isinstance(v, (int, np.integer)) and not isinstance(v, bool) for v in vals)
+    start, end, step = _num(start, "start"), _num(end, "end"), _num(step, "step")
+    is_int = all(isinstance(v, (int, np.integer)) for v in (start, end, step))
     d = _dt.as_dtype(dtype) if dtype is not None else (_dt.int64 if is_int else _dt.get_default_dtype())
-    n = max(int(math.ceil((end - start) / step)), 0)
-    arr = (start + np.arange(n, dtype=np.float64) * step) if not is_int else np.arange(start, end, step, np.int64)
-    return _finish(arr.astype(d.np), None, device, requires_grad)
+    if d is _dt.bool_:
+        raise NotImplementedError("\"arange_cpu\" not implemented for 'Bool'")
+    for v in (start, end):
+        if not math.isfinite(v):
+            raise RuntimeError(f"unsupported range: {start} -> {end}")
+    if step == 0:
+        raise RuntimeError("step must be nonzero")
+    # like PyTorch: bounds and step are first converted to the accumulation type of the result dtype
+    if not d.is_floating_point:
+        xs, xe, xst = int(start), int(end), int(step)
+        if xst == 0:
+            raise RuntimeError(f"step must be nonzero (step {step} is 0 once converted to {d})")
+    else:
+        xs, xe, xst = float(start), float(end), float(step)
+    if not ((xst > 0 and xe >= xs) or (xst < 0 and xe <= xs)):
+        raise RuntimeError(f"upper bound and lower bound inconsistent with step sign (start={start}, end={end}, "
+                           f"step={step})")
+    if d is _dt.int64:
+        sgn = (xst > 0) - (xst < 0)
+        num = xe - xs + xst - sgn
+        n = abs(num) // abs(xst) * (1 if (num >= 0) == (xst > 0) else -1)
+    else:
+        n = math.ceil((float(end) - float(start)) / float(step))
+    n = max(int(n), 0)
+    if d.is_floating_point:
+        acc = np.float64 if d.itemsize >= 4 else np.float32
+        arr = (acc(xs) + np.arange(n, dtype=acc) * acc(xst)).astype(d.np)
+    else:
+        arr = (xs + np.arange(n, dtype=np.int64) * xst).astype(d.np)
+    return _finish(arr, None, device, requires_grad)
 
 
 def linspace(start: Any, end: Any, steps: int, *, dtype: Any = None, device: Any = None,
              requires_grad: bool = False) -> Tensor:
+    """`steps` values evenly spaced from `start` to `end` inclusive."""
+    if isinstance(start, Tensor):
+        start = start.item()
+    if isinstance(end, Tensor):
+        end = end.item()
+    if not isinstance(steps, (int, np.integer)) or isinstance(steps, bool):
+        raise TypeError(f"linspace(): argument 'steps' must be int, not {type(steps).__name__}")
     if steps < 0:
-        raise RuntimeError(f"linspace: number of steps must be non-negative, got {steps}")
-    arr = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
-    return _finish(arr.astype(_dtype_or_default(dtype)), None, device, requires_grad)
+        raise RuntimeError(f"number of steps must be non-negative, got {steps}")
+    d = _dt.as_dtype(dtype) if dtype is not None else _dt.get_default_dtype()
+    if d is _dt.bool_:
+        raise NotImplementedError("\"linspace_cpu\" not implemented for 'Bool'")
+    if d.is_floating_point:
+        arr = np.linspace(float(start), float(end), int(steps), dtype=np.float64)
+    else:
+        # PyTorch's integer kernel: the first half counts up from start, the second half down from end
+        s0, e0 = int(start), int(end)
+        step = (e0 - s0) / (steps - 1) if steps > 1 else 0.0
+        e0 = s0 if steps == 1 else e0
+        idx = np.arange(steps)
+        half = steps // 2
+        arr = np.where(idx < half, s0 + step * idx, e0 - step * (steps - idx - 1))
+        arr = np.trunc(arr)
+    return _finish(arr.astype(d.np), None, device, requires_grad)
 
 
 def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any = None, device: Any = None) -> Tensor:
@@ -149,8 +207,9 @@ def logspace(start: Any, end: Any, steps: int, base: float = 10.0, *, dtype: Any
 
 def _float_dtype(dtype: Any, name: str) -> np.dtype:
     d = _dtype_or_default(dtype)
-    if d.kind != "f" and d.name != "bfloat16":
-        raise RuntimeError(f"{name} expects a floating point dtype, got {_dt.as_dtype(d)}")
+    if d.kind != "f" and d is not _dt.BF16_NP:
+        raise NotImplementedError(f"{name}() is only implemented for floating point dtypes, got "
+                                  f"{_dt.as_dtype(d)}; pass dtype=dtorch.float32 (or use randint)")
     return d
 
 
@@ -198,12 +257,12 @@ def normal(mean: Any, std: Any, size: Any = None, *, generator: Any = None) -> T
     return Tensor._wrap(arr.astype(_dt.get_default_dtype().np if not isinstance(mean, Tensor) else mean._data.dtype))
 
 
-def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:  # noqa: A002
+def bernoulli(input: Tensor, p: Any = None, *, generator: Any = None) -> Tensor:
     probs = input._data if p is None else np.full(input._data.shape, p)
     return Tensor._wrap((rng(generator).random(input._data.shape) < probs).astype(input._data.dtype))
 
 
-def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator: Any = None) -> Tensor:  # noqa: A002
+def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, generator: Any = None) -> Tensor:
     probs = input._data.astype(np.float64)
     r = rng(generator)
     rows = probs.reshape(-1, probs.shape[-1])
@@ -214,7 +273,7 @@ def multinomial(input: Tensor, num_samples: int, replacement: bool = False, *, g
 
 def _like(fn: Any) -> Any:
     def like(input: Tensor, *, dtype: Any = None, device: Any = None, requires_grad: bool = False,
-             **kw: Any) -> Tensor:
+             memory_format: Any = None, **kw: Any) -> Tensor:
         return fn(input.shape, dtype=dtype or input.dtype, device=device, requires_grad=requires_grad, **kw)
 
     return like
@@ -227,12 +286,12 @@ rand_like = _like(rand)
 randn_like = _like(randn)
 
 
-def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,  # noqa: A002
-              requires_grad: bool = False) -> Tensor:
+def full_like(input: Tensor, fill_value: Any, *, dtype: Any = None, device: Any = None,
+              requires_grad: bool = False, memory_format: Any = None) -> Tensor:
     return full(input.shape, fill_value, dtype=dtype or input.dtype, device=device, requires_grad=requires_grad)
 
 
-def randint_like(input: Tensor, low: int, high: int | None = None, *, dtype: Any = None,  # noqa: A002
+def randint_like(input: Tensor, low: int, high: int | None = None, *, dtype: Any = None,
                  generator: Any = None) -> Tensor:
     if high is None:
         low, high = 0, low

@@ -9,8 +9,8 @@ class DeviceError(RuntimeError):
     """A device was named that this installation cannot run on."""
 
 
-class device:  # noqa: N801 - the PyTorch spelling
-    __slots__ = ("type", "index")
+class device:
+    __slots__ = ("index", "type")
 
     def __init__(self, spec: Any, index: int | None = None) -> None:
         if isinstance(spec, device):
@@ -52,9 +52,9 @@ def available_backends() -> list[str]:
     """Where models can run: 'cpu' (eager), plus compiled runtime backends when the runtime is built."""
     backends = ["cpu"]
     try:
-        from . import runtime  # noqa: F401
+        from . import runtime
 
-        backends += [b for b in getattr(runtime, "available_backends", lambda: [])() if b not in backends]
+        backends += [b for b in getattr(runtime, "available_backends", list)() if b not in backends]
     except ImportError:
         pass
     return backends

@@ -1,23 +1,37 @@
 """`Tensor`: a NumPy array with autograd bookkeeping and the PyTorch method surface.
 
 The array lives in `_data`; `.data` gives a detached Tensor sharing it, as in PyTorch. Every
-differentiable method composes primitives from `dtorch.ops` (see `dtorch/_functions.py`).
+differentiable method composes primitives from `dtorch.ops` (see the `dtorch/_functions/` package).
+In-place ops write into the tensor's buffer; under autograd they rebind the tensor to the new graph
+node (and rebase the base of a view onto a `copy_slices` node), see `Tensor._inplace`.
 """
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterator
+from collections.abc import Callable, Iterator
+from typing import Any
 
 import numpy as np
 
 from . import dtypes as _dt
 from .autograd.grad_mode import is_grad_enabled
 
-__all__ = ["Tensor", "Size"]
+__all__ = ["Size", "Tensor"]
+
+
+_TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
+               "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
 
 
 class Size(tuple):
-    """The shape of a tensor: a tuple of ints."""
+    """The shape of a tensor: a tuple of ints (slices of it are Sizes too)."""
+
+    def __getitem__(self, key: Any) -> Any:
+        out = tuple.__getitem__(self, key)
+        return Size(out) if isinstance(key, slice) else out
+
+    def __add__(self, other: Any) -> Size:
+        return Size(tuple(self) + tuple(other))
 
     def numel(self) -> int:
         n = 1
@@ -30,19 +44,27 @@ class Size(tuple):
 
 
 class Tensor:
-    __slots__ = ("_data", "_rg", "grad", "_ctx", "_hooks", "__weakref__", "__dict__")
+    __slots__ = ("__dict__", "__weakref__", "_ctx", "_data", "_hooks", "_rg", "grad")
     __array_priority__ = 1000
 
     def __init__(self, *args: Any) -> None:
-        # Tensor(array) or Tensor(d0, d1, ...) (uninitialized float tensor, as torch.Tensor does)
+        # Tensor(data) copies data as the default float dtype; Tensor(d0, d1, ...) is an uninitialized
+        # (here: zero) float tensor of that size; Tensor() is empty -- as torch.Tensor does.
+        d = _dt.get_default_dtype().np
         if len(args) == 1 and not isinstance(args[0], (int, np.integer)):
-            self._data = np.asarray(args[0].numpy() if isinstance(args[0], Tensor) else args[0])
-            if self._data.dtype.kind == "f" and self._data.dtype != np.float64 and self._data.dtype.itemsize > 2:
-                pass
-            if self._data.dtype == np.float64 and not isinstance(args[0], np.ndarray):
-                self._data = self._data.astype(_dt.get_default_dtype().np)
+            src = args[0]
+            if isinstance(src, Size):
+                self._data = np.zeros(tuple(src), dtype=d)
+            else:
+                arr = src._data if isinstance(src, Tensor) else np.asarray(src)
+                if arr.dtype == object or (arr.dtype.kind in "USV" and arr.dtype is not _dt.BF16_NP):
+                    raise TypeError(f"new(): invalid data type '{type(src).__name__}'")
+                self._data = np.array(arr, dtype=d, copy=True)
         else:
-            self._data = np.zeros(tuple(int(a) for a in args), dtype=_dt.get_default_dtype().np)
+            for a in args:
+                if not isinstance(a, (int, np.integer)) or isinstance(a, bool) or a < 0:
+                    raise TypeError(f"Tensor(): sizes must be non-negative ints, got {args}")
+            self._data = np.zeros(tuple(int(a) for a in args) if args else (0,), dtype=d)
         self._rg = False
         self.grad: Tensor | None = None
         self._ctx: Any = None
@@ -98,7 +120,7 @@ class Tensor:
         return self._data.itemsize
 
     def is_floating_point(self) -> bool:
-        return self._data.dtype.kind == "f" or self._data.dtype.name == "bfloat16"
+        return self._data.dtype.kind == "f" or self._data.dtype is _dt.BF16_NP
 
     def is_contiguous(self, memory_format: Any = None) -> bool:
         return bool(self._data.flags.c_contiguous)
@@ -146,11 +168,11 @@ class Tensor:
         return self._ctx
 
     def backward(self, gradient: Any = None, retain_graph: bool | None = None, create_graph: bool = False) -> None:
-        from .autograd.engine import backward
+        from .autograd.engine import run_backward
 
         if create_graph:
             raise NotImplementedError("create_graph=True (higher-order gradients) is not supported by dtorch")
-        backward(self, gradient, retain_graph=bool(retain_graph))
+        run_backward((self,), (gradient,), retain_graph=bool(retain_graph))
 
     def detach(self) -> Tensor:
         return Tensor._wrap(self._data)
@@ -161,24 +183,36 @@ class Tensor:
         return self
 
     def retain_grad(self) -> None:
+        """Keep this non-leaf tensor's gradient in `.grad` after backward (a no-op on leaves)."""
+        if not self._rg:
+            raise RuntimeError("can't retain_grad on Tensor that has requires_grad=False")
         if self._ctx is None:
             return
+        self.__dict__["_retains"] = True
+        self._watch()
+
+    @property
+    def retains_grad(self) -> bool:
+        return self._ctx is not None and bool(self.__dict__.get("_retains"))
+
+    def _watch(self) -> None:
         lst = self._ctx.__dict__.setdefault("retain_for", [])
-        if self not in lst:
+        if not any(t is self for t in lst):
             lst.append(self)
 
     def register_hook(self, hook: Callable[[Tensor], Tensor | None]) -> Any:
+        """Call `hook(grad)` when this tensor's gradient is computed; a returned tensor replaces the gradient."""
         if not self._rg:
             raise RuntimeError("cannot register a hook on a tensor that doesn't require gradient")
         if self._ctx is not None:
-            self.retain_grad()
+            self._watch()
         if self._hooks is None:
             self._hooks = []
         self._hooks.append(hook)
         hooks = self._hooks
 
         class _Handle:
-            def remove(self_inner) -> None:  # noqa: N805
+            def remove(self_inner) -> None:
                 if hook in hooks:
                     hooks.remove(hook)
 
@@ -196,11 +230,11 @@ class Tensor:
     def item(self) -> Any:
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
-        v = self._data.reshape(()).item() if self._data.dtype.name != "bfloat16" else float(self._data.reshape(()))
+        v = self._data.reshape(()).item() if self._data.dtype is not _dt.BF16_NP else float(self._data.reshape(()))
         return v
 
     def tolist(self) -> Any:
-        if self._data.dtype.name == "bfloat16":
+        if self._data.dtype is _dt.BF16_NP:
             return self._data.astype(np.float32).tolist()
         return self._data.tolist()
 
@@ -234,22 +268,9 @@ class Tensor:
         return id(self)
 
     def __repr__(self) -> str:
-        arr = self._data
-        if arr.dtype.name == "bfloat16":
-            arr = arr.astype(np.float32)
-        body = np.array2string(arr, separator=", ", prefix="tensor(", precision=4,
-                               threshold=1000, edgeitems=3, floatmode="maxprec_equal")
-        extras = []
-        default = {_dt.get_default_dtype(), _dt.int64, _dt.bool_}
-        if self.dtype not in default:
-            extras.append(f"dtype={self.dtype}")
-        if arr.size == 0 and arr.ndim != 1:
-            extras.append(f"size={tuple(arr.shape)}")
-        if self._ctx is not None:
-            extras.append(f"grad_fn=<{type(self._ctx).__name__}Backward>")
-        elif self._rg:
-            extras.append("requires_grad=True")
-        return "tensor(" + body + "".join(", " + e for e in extras) + ")"
+        from ._tensor_str import tensor_repr
+
+        return tensor_repr(self)
 
     # ---------------------------------------------------------------- type / device moves
     def to(self, *args: Any, **kwargs: Any) -> Tensor:
@@ -288,7 +309,7 @@ class Tensor:
 
     def type(self, dtype: Any = None) -> Any:
         if dtype is None:
-            return f"dtorch.{self.dtype.name.capitalize()}Tensor"
+            return f"dtorch.{_TYPE_NAMES[self.dtype.name]}Tensor"
         d = _dt.as_dtype(dtype)
         if d.np == self._data.dtype:
             return self
@@ -354,77 +375,167 @@ class Tensor:
 
     # ---------------------------------------------------------------- in-place machinery
     def _inplace(self, result: Tensor) -> Tensor:
-        """Make `self` hold `result`: into its own buffer when no graph is recorded, else by rebinding."""
+        """Make `self` hold `result` (same shape after broadcasting; cast to self's dtype), as an in-place op.
+
+        Without autograd the values are written into self's buffer, so every view of it sees them. When the
+        op is recorded, self takes `result`'s graph node; if self is a view of a non-leaf tensor, the values
+        are also written through to the base and the base's graph is rebased onto a `copy_slices` node.
+        """
         rd = result._data
-        if rd.dtype != self._data.dtype:
-            if _dt.from_numpy_dtype(rd.dtype)._category > self.dtype._category:
-                raise RuntimeError(f"result type {result.dtype} can't be cast to the desired output type "
-                                   f"{self.dtype} of an in-place operation")
-        if result._ctx is not None:
-            if self._ctx is None and self._rg:
-                raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation; "
-                                   "wrap it in `with dtorch.no_grad():` or use the out-of-place op")
-            if rd.dtype != self._data.dtype:
-                result = result.type(self.dtype)
-            self._data, self._ctx, self._rg = result._data, result._ctx, True
-            return self
+        if rd.dtype != self._data.dtype and _dt.from_numpy_dtype(rd.dtype)._category > self.dtype._category:
+            raise RuntimeError(f"result type {result.dtype} can't be cast to the desired output type "
+                               f"{self.dtype} of an in-place operation")
         if rd.shape != self._data.shape:
             try:
-                rd = np.broadcast_to(rd, self._data.shape)
+                bshape: tuple[int, ...] | None = np.broadcast_shapes(rd.shape, self._data.shape)
             except ValueError:
+                bshape = None
+            if bshape != self._data.shape:
                 raise RuntimeError(f"output with shape {list(self._data.shape)} doesn't match the broadcast shape "
-                                   f"{list(rd.shape)} of an in-place operation") from None
+                                   f"{list(bshape if bshape is not None else rd.shape)}")
+        if (self._rg or result._rg) and is_grad_enabled():
+            return self._inplace_recorded(result)
         if not self._data.flags.writeable:
-            raise RuntimeError("unsupported operation: this tensor is an expanded (broadcast) view, which cannot be "
-                               "written in place; call .clone() first")
+            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                               "single memory location. Please clone() the tensor before performing the operation.")
         np.copyto(self._data, rd, casting="unsafe")
         return self
 
-    def fill_(self, value: Any) -> Tensor:
-        v = value.item() if isinstance(value, Tensor) else value
-        if self._rg and self._ctx is None and is_grad_enabled():
-            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation")
-        self._data[...] = v
+    def _inplace_recorded(self, result: Tensor) -> Tensor:
+        if self._ctx is None and self._rg:
+            raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation; wrap it "
+                               "in `with dtorch.no_grad():` or use the out-of-place op")
+        if result._data.dtype != self._data.dtype:
+            result = result.type(self.dtype)
+        if result._data.shape != self._data.shape:
+            from ._functions import expand
+
+            result = expand(result, self._data.shape)
+        if not self._data.flags.writeable:
+            raise RuntimeError("unsupported operation: more than one element of the written-to tensor refers to a "
+                               "single memory location. Please clone() the tensor before performing the operation.")
+        root, chain = self._view_chain()
+        if chain:
+            if root._ctx is None and root._rg:
+                raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
+                                   "operation; do it under `with dtorch.no_grad():` or clone() first")
+            from .ops.shape import CopySlices
+
+            _protect_saved(result._ctx, self._data)
+            np.copyto(self._data, result._data, casting="unsafe")  # every view of the base sees the values
+            old = Tensor._wrap(root._data)
+            old._rg, old._ctx = root._rg, root._ctx
+            rebased = CopySlices.apply(old, result, chain=chain)
+            root._ctx, root._rg = rebased._ctx, rebased._rg
+            self._ctx, self._rg = result._ctx, result._rg
+            self._rewatch()
+            return self
+        if self._ctx is None:
+            _protect_saved(result._ctx, self._data)
+            np.copyto(self._data, result._data, casting="unsafe")  # keep sharing the buffer with any aliases
+        else:
+            self._data = result._data  # a fresh buffer: arrays saved for backward keep their values
+        self._ctx, self._rg = result._ctx, result._rg
+        self._rewatch()
         return self
+
+    def _rewatch(self) -> None:
+        """After an in-place op, `retain_grad()` follows the tensor to its new graph node (as in PyTorch)."""
+        if self._ctx is not None and self.__dict__.get("_retains"):
+            self._watch()
+
+    def _view_chain(self) -> tuple[Tensor, tuple[tuple[type, dict[str, Any]], ...]]:
+        """The tensor this one is a view of (through recorded view ops), and the ops from it to this one."""
+        from .ops.shape import is_view_node
+
+        steps: list[tuple[type, dict[str, Any]]] = []
+        cur = self
+        while cur._ctx is not None and is_view_node(cur._ctx):
+            parent = cur._ctx.parents[0]
+            if not np.may_share_memory(cur._data, parent._data):
+                break
+            steps.append((type(cur._ctx), dict(cur._ctx.attrs)))
+            cur = parent
+        return cur, tuple(reversed(steps))
+
+    def _constant_inplace(self, values: Any) -> Tensor:
+        """Overwrite with values that do not depend on the old ones (fill_, zero_, random fills)."""
+        if (self._rg and is_grad_enabled()) or not self._data.flags.writeable:
+            const = Tensor._wrap(np.broadcast_to(np.asarray(values).astype(self._data.dtype), self._data.shape))
+            if self._rg and is_grad_enabled():
+                from ._functions import where
+
+                keep = Tensor._wrap(np.ones((), dtype=np.bool_))
+                return self._inplace(where(keep, const, self))  # the old value gets a zero gradient
+            return self._inplace(const)
+        np.copyto(self._data, values, casting="unsafe")
+        return self
+
+    def fill_(self, value: Any) -> Tensor:
+        if isinstance(value, Tensor):
+            if value.ndim != 0:
+                raise RuntimeError(f"fill_ only supports 0-dimension value tensor but got tensor with {value.ndim} "
+                                   f"dimensions.")
+            if value._rg and is_grad_enabled():
+                from ._functions import expand
+
+                return self._inplace(expand(value.type(self.dtype), self._data.shape))
+            value = value.item()
+        from .ops.elementwise import cast
+
+        return self._constant_inplace(cast(value, self._data.dtype))
 
     def zero_(self) -> Tensor:
         return self.fill_(0)
 
     def copy_(self, src: Any, non_blocking: bool = False) -> Tensor:
-        from ._functions import as_tensor_like
+        from ._functions import as_tensor_like, expand
 
         s = as_tensor_like(src, self)
-        if is_grad_enabled() and (s._rg or self._rg):
-            from ._functions import expand
-
-            res = expand(s.type(self.dtype), self._data.shape) + 0 if s.shape != self.shape else s.type(self.dtype) + 0
-            return self._inplace(res)
-        return self._inplace(Tensor._wrap(s._data))
+        try:
+            np.broadcast_to(np.empty(s._data.shape, dtype=np.bool_), self._data.shape)
+        except ValueError:
+            raise RuntimeError(f"The size of tensor a ({self._data.shape[-1] if self.ndim else 1}) must match the size "
+                               f"of tensor b ({s._data.shape[-1] if s.ndim else 1}): copy_ from shape {list(s.shape)} "
+                               f"into shape {list(self.shape)}") from None
+        if is_grad_enabled() and s._rg:
+            v = s if s._data.dtype == self._data.dtype else s.type(self.dtype)
+            return self._inplace(v if v._data.shape == self._data.shape else expand(v, self._data.shape))
+        return self._constant_inplace(s._data)
 
     def normal_(self, mean: float = 0.0, std: float = 1.0, generator: Any = None) -> Tensor:
         from .random import rng
 
-        with_no_grad_fill(self, rng(generator).normal(mean, std, size=self._data.shape))
-        return self
+        return self._constant_inplace(rng(generator).normal(mean, std, size=self._data.shape))
 
     def uniform_(self, a: float = 0.0, b: float = 1.0, generator: Any = None) -> Tensor:
         from .random import rng
 
-        with_no_grad_fill(self, rng(generator).uniform(a, b, size=self._data.shape))
-        return self
+        return self._constant_inplace(rng(generator).uniform(a, b, size=self._data.shape))
 
     def bernoulli_(self, p: float = 0.5, generator: Any = None) -> Tensor:
         from .random import rng
 
-        with_no_grad_fill(self, rng(generator).random(size=self._data.shape) < p)
-        return self
+        return self._constant_inplace(rng(generator).random(size=self._data.shape) < p)
+
+
+def _protect_saved(node: Any, buf: np.ndarray) -> None:
+    """Before `buf` is overwritten in place, give the node that computed the new value private copies of the
+    arrays it saved from `buf` (its backward needs the old values, as PyTorch's saved original self)."""
+    if node is None:
+        return
+    saved = getattr(node, "saved", None)
+    if saved:
+        node.saved = tuple(np.array(a, copy=True) if isinstance(a, np.ndarray) and np.may_share_memory(a, buf)
+                           else a for a in saved)
+    for k, v in list(node.__dict__.items()):
+        if isinstance(v, np.ndarray) and np.may_share_memory(v, buf):
+            node.__dict__[k] = np.array(v, copy=True)
 
 
 def with_no_grad_fill(t: Tensor, values: np.ndarray) -> None:
-    if t._rg and t._ctx is None and is_grad_enabled():
-        raise RuntimeError("a leaf Variable that requires grad is being used in an in-place operation; "
-                           "wrap it in `with dtorch.no_grad():`")
-    np.copyto(t._data, values, casting="unsafe")
+    """Overwrite `t` with constant values (kept for callers of the old helper; see Tensor._constant_inplace)."""
+    t._constant_inplace(values)
 
 
 def _norm_dim(dim: int, ndim: int) -> int:

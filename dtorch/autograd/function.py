@@ -8,11 +8,24 @@ of their own. `Function.name` is the operator's one name, shared with export and
 
 from __future__ import annotations
 
-from typing import Any, Callable, ClassVar
+from collections.abc import Callable
+from typing import Any, ClassVar
 
 import numpy as np
 
-from .grad_mode import is_grad_enabled
+from ..dtypes import BF16_NP
+from .grad_mode import _state
+
+_Tensor: Any = None
+
+
+def _tensor_class() -> Any:
+    """`dtorch.Tensor`, imported on first use (tensor.py imports this module) and then cached."""
+    global _Tensor
+    from ..tensor import Tensor
+
+    _Tensor = Tensor
+    return Tensor
 
 # Export installs a hook here to record every primitive call (op class, inputs, attrs, output).
 _trace_hooks: list[Callable[..., None]] = []
@@ -24,7 +37,7 @@ class Function:
     name: ClassVar[str] = ""
     differentiable: ClassVar[bool] = True
 
-    __slots__ = ("parents", "needs_input_grad", "saved", "attrs", "_freed", "out_meta", "__dict__")
+    __slots__ = ("__dict__", "_freed", "attrs", "needs_input_grad", "out_meta", "parent_nodes", "parents", "saved")
 
     def forward(self, *args: Any, **attrs: Any) -> np.ndarray:  # pragma: no cover - abstract
         raise NotImplementedError
@@ -37,22 +50,19 @@ class Function:
 
     @classmethod
     def apply(cls, *inputs: Any, **attrs: Any) -> Any:
-        from ..tensor import Tensor
-
+        tensor_cls = _Tensor or _tensor_class()
         node = cls()
-        args = [x._data if isinstance(x, Tensor) else x for x in inputs]
-        out = node.forward(*args, **attrs)
-        if not isinstance(out, np.ndarray):
+        out = node.forward(*[x._data if isinstance(x, tensor_cls) else x for x in inputs], **attrs)
+        if out.__class__ is not np.ndarray:
             out = np.asarray(out)
-        result = Tensor._wrap(out)
-        if cls.differentiable and is_grad_enabled():
-            parents = tuple(x for x in inputs if isinstance(x, Tensor))
-            needs = tuple(p.requires_grad for p in parents)
-            if any(needs):
-                if not result.dtype.is_floating_point:
-                    raise RuntimeError(f"{cls.name}: only floating point outputs can require gradients, "
-                                       f"got {result.dtype}")
+        result = tensor_cls._wrap(out)
+        if cls.differentiable and getattr(_state, "enabled", True):
+            parents = tuple([x for x in inputs if isinstance(x, tensor_cls)])
+            needs = tuple([p._rg for p in parents])
+            # integer/bool outputs (casts, rounding divisions) are not differentiable, as in PyTorch
+            if True in needs and (out.dtype.kind == "f" or out.dtype is BF16_NP):
                 node.parents = parents
+                node.parent_nodes = tuple([p._ctx for p in parents])
                 node.needs_input_grad = needs
                 node._freed = False
                 node.attrs = attrs

@@ -5,10 +5,11 @@ from __future__ import annotations
 import numpy as np
 
 from ..autograd.function import Function, unbroadcast
+from ..dtypes import LOW_FLOAT_NP
 
 
 def _low(x: np.ndarray) -> bool:
-    return x.dtype == np.float16 or x.dtype.name == "bfloat16"
+    return x.dtype in LOW_FLOAT_NP
 
 
 class MatMul(Function):
@@ -39,11 +40,14 @@ class MatMul(Function):
             gw = g
         a2 = a[None, :] if a.ndim == 1 else a
         b2 = b[:, None] if b.ndim == 1 else b
-        g2 = gw
-        if a.ndim == 1:
-            g2 = np.expand_dims(g2, -2)
-        if b.ndim == 1:
-            g2 = np.expand_dims(g2, -1)
+        if a.ndim == 1 and b.ndim == 1:
+            g2 = np.reshape(gw, (1, 1))
+        elif a.ndim == 1:
+            g2 = np.expand_dims(gw, -2)
+        elif b.ndim == 1:
+            g2 = np.expand_dims(gw, -1)
+        else:
+            g2 = gw
         ga = gb = None
         if self.needs_input_grad[0]:
             ga = np.matmul(g2, np.swapaxes(b2, -1, -2))

@@ -7,27 +7,45 @@ from typing import Any
 import numpy as np
 
 from ..autograd.function import Function
+from ..dtypes import LOW_FLOAT_NP
 
 
 def _axes(dim: Any, ndim: int) -> tuple[int, ...]:
+    """Normalized reduction axes; a 0-d tensor accepts dims 0 and -1 and reduces nothing."""
     if dim is None:
         return tuple(range(ndim))
-    dims = (dim,) if isinstance(dim, int) else tuple(dim)
-    if ndim == 0:
-        for d in dims:
-            if d not in (0, -1):
-                raise IndexError(f"Dimension out of range (expected to be in range of [-1, 0], but got {d})")
-        return ()
-    out = []
+    dims = (dim,) if isinstance(dim, (int, np.integer)) else tuple(dim)
+    n = max(ndim, 1)
+    out: list[int] = []
     for d in dims:
-        if not -ndim <= d < ndim:
-            raise IndexError(f"Dimension out of range (expected to be in range of [{-ndim}, {ndim - 1}], but got {d})")
-        out.append(d % ndim)
-    return tuple(out)
+        if not isinstance(d, (int, np.integer)) or isinstance(d, bool):
+            raise TypeError(f"reduction dims must be ints, got {type(d).__name__}")
+        if not -n <= d < n:
+            raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {d})")
+        a = int(d) % n
+        if a in out:
+            raise RuntimeError(f"dim {a} appears multiple times in the list of dims")
+        out.append(a)
+    return tuple(out) if ndim else ()
+
+
+def _check_nonempty(x: np.ndarray, axes: tuple[int, ...], name: str, full: bool) -> None:
+    """PyTorch's errors for max/min-like reductions of empty inputs."""
+    if x.size:
+        return
+    if full:
+        err = IndexError if name.startswith("arg") else RuntimeError  # PyTorch's choice of type, kept
+        raise err(f"{name}(): Expected reduction dim to be specified for input.numel() == 0. Specify the "
+                  f"reduction dim with the 'dim' argument.")
+    for a in axes:
+        if x.shape[a] == 0:
+            raise IndexError(f"{name}(): Expected reduction dim {a} to have non-zero size.")
+    if x.ndim == 0:
+        raise IndexError(f"{name}(): Expected reduction dim to have non-zero size.")
 
 
 def _acc_dtype(x: np.ndarray) -> Any:
-    if x.dtype == np.float16 or x.dtype.name == "bfloat16":
+    if x.dtype in LOW_FLOAT_NP:
         return np.float32
     return None
 
@@ -76,9 +94,7 @@ class Amax(Function):
 
     def forward(self, x: np.ndarray, dim: Any = None, keepdim: bool = False, largest: bool = True) -> np.ndarray:
         axes = _axes(dim, x.ndim)
-        if x.size == 0:
-            raise IndexError(f"{'max' if largest else 'min'}(): cannot reduce over a zero-size dimension; "
-                             f"the input has shape {tuple(x.shape)}")
+        _check_nonempty(x, axes, "amax" if largest else "amin", dim is None)
         out = (np.max if largest else np.min)(x, axis=axes, keepdims=True)
         self.save(x, out)
         self.axes, self.keepdim = axes, keepdim
@@ -104,9 +120,7 @@ class MaxDim(Function):
             self.idx = np.zeros((), dtype=np.int64)
             self.shape, self.dim, self.keepdim = x.shape, None, keepdim
             return x.copy()
-        if x.shape[d] == 0:
-            raise IndexError(f"{'max' if largest else 'min'}(): cannot reduce over a zero-size dimension {dim}; "
-                             f"the input has shape {tuple(x.shape)}")
+        _check_nonempty(x, (d,), "max" if largest else "min", False)
         idx = (np.argmax if largest else np.argmin)(x, axis=d)
         idx = np.expand_dims(idx, d)
         vals = np.take_along_axis(x, idx, axis=d)
@@ -152,6 +166,47 @@ class Var(Function):
             return (g * 2.0 * diff / denom).astype(g.dtype, copy=False)
 
 
+class Std(Var):
+    """Standard deviation; where it is 0 the gradient is 0 (as PyTorch), not 0/0."""
+
+    name = "std"
+
+    def forward(self, x: np.ndarray, dim: Any = None, correction: float = 1, keepdim: bool = False) -> np.ndarray:
+        var = super().forward(x, dim, correction, keepdim)
+        out = np.sqrt(var.astype(np.float32) if _acc_dtype(var) else var).astype(x.dtype, copy=False)
+        self.out = out
+        return out
+
+    def backward(self, g: np.ndarray) -> np.ndarray:
+        out = self.out if self.keepdim or not self.axes else np.expand_dims(self.out, self.axes)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            scaled = np.where(out == 0, np.zeros((), g.dtype), g / (2.0 * out)).astype(g.dtype, copy=False)
+        return super().backward(scaled if self.keepdim or not self.axes else np.squeeze(scaled, self.axes))
+
+
+class Norm(Function):
+    """The 2-norm over dims; where it is 0 the gradient is 0 (as PyTorch)."""
+
+    name = "norm"
+
+    def forward(self, x: np.ndarray, dim: Any = None, keepdim: bool = False) -> np.ndarray:
+        axes = _axes(dim, x.ndim)
+        w = x.astype(np.float32) if _acc_dtype(x) else x
+        out = np.sqrt(np.sum(w * w, axis=axes, keepdims=True))
+        self.save(x, out)
+        self.axes, self.keepdim = axes, keepdim
+        res = out if keepdim else np.squeeze(out, axis=axes)
+        return np.asarray(res, dtype=x.dtype)
+
+    def backward(self, g: np.ndarray) -> np.ndarray:
+        x, out = self.saved
+        if not self.keepdim and self.axes:
+            g = np.expand_dims(g, self.axes)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            res = np.where(out == 0, 0.0, g * x / out)
+        return res.astype(g.dtype, copy=False)
+
+
 class LogSumExp(Function):
     name = "logsumexp"
 
@@ -179,15 +234,20 @@ class ArgMax(Function):
 
     def forward(self, x: np.ndarray, dim: Any = None, keepdim: bool = False, largest: bool = True) -> np.ndarray:
         f = np.argmax if largest else np.argmin
-        if x.size == 0:
-            raise IndexError(f"{'argmax' if largest else 'argmin'}(): cannot reduce an empty tensor of shape "
-                             f"{tuple(x.shape)}")
+        name = "argmax" if largest else "argmin"
         if dim is None:
+            _check_nonempty(x, (), name, True)
             out = np.asarray(f(x), dtype=np.int64)
             return out.reshape((1,) * x.ndim) if keepdim else out
         (d,) = _axes(dim, x.ndim) or (None,)
         if d is None:
             return np.zeros((), dtype=np.int64)
+        _check_nonempty(x, (d,), name, False)
+        if x.size == 0:
+            shape = list(x.shape)
+            shape[d] = 1
+            out = np.zeros(shape, dtype=np.int64)
+            return out if keepdim else np.squeeze(out, axis=d)
         return np.asarray(f(x, axis=d, keepdims=keepdim), dtype=np.int64)
 
 
@@ -196,13 +256,14 @@ class Prod(Function):
 
     def forward(self, x: np.ndarray, dim: Any = None, keepdim: bool = False) -> np.ndarray:
         axes = _axes(dim, x.ndim)
-        out = np.prod(x, axis=axes, keepdims=True)
+        out = np.prod(x, axis=axes, keepdims=True, dtype=np.int64 if x.dtype.kind in "biu" else _acc_dtype(x))
+        out = out.astype(np.int64 if x.dtype.kind in "biu" else x.dtype, copy=False)
         self.save(x, out)
         self.axes, self.keepdim = axes, keepdim
         return out if keepdim else np.squeeze(out, axis=axes)
 
     def backward(self, g: np.ndarray) -> np.ndarray:
-        x, out = self.saved
+        x, _ = self.saved
         if not self.keepdim and self.axes:
             g = np.expand_dims(g, self.axes)
         # product of all other elements, exact also where x has zeros

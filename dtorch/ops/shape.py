@@ -163,3 +163,49 @@ class Copy(Function):
 
     def backward(self, g: np.ndarray) -> np.ndarray:
         return g
+
+
+VIEW_OPS = (Reshape, Permute, Expand, Index)
+
+
+def is_view_node(node: Any) -> bool:
+    """Whether `node` produced a view of its (first) input: reshape/permute/expand, basic indexing."""
+    return isinstance(node, VIEW_OPS) and (not isinstance(node, Index) or _is_basic(node.key))
+
+
+def replay_views(arr: np.ndarray, chain: tuple[tuple[type[Function], dict[str, Any]], ...]) -> np.ndarray:
+    """Apply a recorded chain of view ops to `arr` (a view of `arr` when the chain is view-only)."""
+    for cls, attrs in chain:
+        arr = cls().forward(arr, **attrs)
+    return arr
+
+
+class CopySlices(Function):
+    """The base of a view after an in-place op on the view: `base` with the view's region replaced by `value`.
+
+    `chain` is the list of view ops (class, attrs) that lead from the base to the view. Backward sends the
+    gradient of the region to `value` and the rest to `base`, as PyTorch's CopySlices does.
+    """
+
+    name = "copy_slices"
+
+    def forward(self, base: np.ndarray, value: np.ndarray,
+                chain: tuple[tuple[type[Function], dict[str, Any]], ...]) -> np.ndarray:
+        self.chain, self.vshape = chain, np.shape(value)
+        out = np.array(base, copy=True)
+        replay_views(out, chain)[...] = value
+        return out
+
+    def _region(self, g: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        buf = np.empty_like(g)
+        buf[...] = g
+        region = replay_views(buf, self.chain)
+        if not np.shares_memory(region, buf):  # pragma: no cover - chains are view-only by construction
+            raise RuntimeError("internal error: copy_slices chain is not a view")
+        return buf, region
+
+    def backward(self, g: np.ndarray) -> tuple[np.ndarray | None, ...]:
+        gb, region = self._region(g)
+        gv = unbroadcast(np.array(region, copy=True), self.vshape)
+        region[...] = 0
+        return gb, gv
