@@ -19,8 +19,8 @@ class Parameter(Tensor):
             arr = data._data
         else:
             arr = np.asarray(data)
-        super().__init__(arr)
-        self._data = arr
+        # set the slots directly (as Tensor._wrap does): Tensor.__init__ would copy and cast the data
+        self._data, self._rg, self.grad, self._ctx, self._hooks = arr, False, None, None, None
         if requires_grad:
             self.requires_grad = True
 
