@@ -1,0 +1,5 @@
+"""Reference models used by the demo, the benchmarks and the tests."""
+
+from .simplenet import SimpleNet
+
+__all__ = ["SimpleNet"]
