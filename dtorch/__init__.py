@@ -3,7 +3,7 @@ small devices through a pruned C++ runtime. `import dtorch as dt`."""
 
 from __future__ import annotations
 
-from . import _tensor_methods  # noqa: F401  (attaches methods to Tensor)
+from . import _memory, _tensor_methods  # noqa: F401  (_tensor_methods attaches methods to Tensor)
 from ._functions import *  # noqa: F401,F403
 from ._functions import (abs, add, all, any, argmax, argmin, cat, chunk, clamp, div, exp, flatten,  # noqa: F401
                          log, matmul, max, mean, min, mul, permute, pow, reshape, round, sigmoid, split, sqrt,
@@ -23,6 +23,8 @@ from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, s
 from .tensor import Size, Tensor
 
 bool = bool_  # noqa: A001 - dt.bool as in PyTorch
+
+_memory.tune_malloc()
 
 
 def is_tensor(obj: object) -> bool:

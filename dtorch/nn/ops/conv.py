@@ -266,26 +266,55 @@ def nchw_to_positions(a: np.ndarray, g: Geometry) -> np.ndarray:
     return out
 
 
+def _scatter_taps(buf: np.ndarray, taps: np.ndarray, g: Geometry, spatial: tuple[int, int]) -> None:
+    """buf[grid] = sum over kernel taps of their column grads, on the padded grid (axes `spatial`).
+
+    Without dilation, the taps (i, j) with i < sh and j < sw land on disjoint positions that tile the
+    rectangle [0, sh*OH) x [0, sw*OW) exactly, so they are assigned (no zero fill, no read) and only
+    the rest of the buffer is zeroed; the remaining taps are added. Otherwise: zero fill, then adds.
+    """
+    ah, aw = spatial
+    rows_end, cols_end = g.sh * (g.oh - 1) + 1, g.sw * (g.ow - 1) + 1
+
+    def region(i: int, j: int) -> tuple[slice, ...]:
+        key = [slice(None)] * buf.ndim
+        key[ah] = slice(i * g.dh, i * g.dh + rows_end, g.sh)
+        key[aw] = slice(j * g.dw, j * g.dw + cols_end, g.sw)
+        return tuple(key)
+
+    def tap(i: int, j: int) -> np.ndarray:
+        return taps[:, i, j]
+
+    tiles = g.dh == 1 and g.dw == 1 and g.kh >= g.sh and g.kw >= g.sw
+    if tiles:
+        for axis, start in ((ah, g.sh * g.oh), (aw, g.sw * g.ow)):
+            if start < buf.shape[axis]:
+                key = [slice(None)] * buf.ndim
+                key[axis] = slice(start, None)
+                buf[tuple(key)] = 0
+        first = {(i, j) for i in range(g.sh) for j in range(g.sw)}
+        for i, j in sorted(first):
+            buf[region(i, j)] = tap(i, j)
+    else:
+        buf.fill(0)
+        first = set()
+    for i in range(g.kh):
+        for j in range(g.kw):
+            if (i, j) not in first:
+                buf[region(i, j)] += tap(i, j)
+
+
 def col2im(cols: np.ndarray, g: Geometry, dtype: np.dtype, out: np.ndarray | None = None) -> np.ndarray:
     """Sum columns (C*kh*kw, positions) back onto the padded input grid; returns (N, C, H, W) (or fills `out`)."""
     taps = cols.reshape((g.c, g.kh, g.kw) + g.pos_shape)
-    rows_end, cols_end = g.sh * (g.oh - 1) + 1, g.sw * (g.ow - 1) + 1
     if g.batch_last:
         buf = scratch.take((g.c, g.hp, g.wp, g.n), cols.dtype)
-        buf.fill(0)
-        for i in range(g.kh):
-            r = slice(i * g.dh, i * g.dh + rows_end, g.sh)
-            for j in range(g.kw):
-                buf[:, r, j * g.dw:j * g.dw + cols_end:g.sw, :] += taps[:, i, j]
+        _scatter_taps(buf, taps, g, (1, 2))
         out = _bl_to_nchw(buf[:, g.pt:g.pt + g.h, g.pl:g.pl + g.w, :], dtype, None, out)
         scratch.give(buf)
         return out
     buf = scratch.take((g.c, g.n, g.hp, g.wp), cols.dtype)
-    buf.fill(0)
-    for i in range(g.kh):
-        r = slice(i * g.dh, i * g.dh + rows_end, g.sh)
-        for j in range(g.kw):
-            buf[:, :, r, j * g.dw:j * g.dw + cols_end:g.sw] += taps[:, i, j]
+    _scatter_taps(buf, taps, g, (2, 3))
     if out is None:
         out = np.empty((g.n, g.c, g.h, g.w), dtype=dtype)
     np.copyto(out, buf[:, :, g.pt:g.pt + g.h, g.pl:g.pl + g.w].transpose(1, 0, 2, 3), casting="unsafe")

@@ -2,7 +2,7 @@
 
 The input is viewed as a 3-D array whose middle axis carries the per-channel (batch_norm) or per-group
 (group_norm) statistics, so every reduction is one `einsum` over the other axes and there are no Python
-loops over channels. The normalized input `xhat` from forward is reused by backward. float16/bfloat16
+loops over channels. batch_norm saves the centered input from forward for backward. float16/bfloat16
 inputs are computed in float32 and rounded once.
 """
 
@@ -66,10 +66,9 @@ class BatchNorm(Function):
             self.save(x3, None, np.zeros(c, x3.dtype))
             return x.copy()
         mean = np.einsum("ncl->c", x3) / m
-        xhat = x3 - mean[:, None]
-        var = np.einsum("ncl,ncl->c", xhat, xhat) / m
+        xc = x3 - mean[:, None]
+        var = np.einsum("ncl,ncl->c", xc, xc) / m
         invstd = 1.0 / np.sqrt(var + eps)
-        xhat *= invstd[:, None]
         if running_mean is not None:
             new = (1.0 - momentum) * _wide(running_mean) + momentum * mean
             np.copyto(running_mean, new, casting="unsafe")
@@ -77,11 +76,10 @@ class BatchNorm(Function):
             unbiased = var * (m / (m - 1)) if m > 1 else np.full_like(var, np.nan)
             new = (1.0 - momentum) * _wide(running_var) + momentum * unbiased
             np.copyto(running_var, new, casting="unsafe")
-        self.save(xhat, None, invstd)
-        if w is None:
-            y = xhat.copy()
-        else:
-            y = xhat * w[:, None]
+        # the centered input is saved (xhat = xc * invstd is never materialized: one pass fewer)
+        self.save(xc, None, invstd)
+        k = invstd if w is None else w * invstd
+        y = xc * k[:, None].astype(xc.dtype, copy=False)
         if bias is not None:
             y += _wide(bias)[:, None]
         return y.reshape(x.shape).astype(x.dtype, copy=False)
@@ -98,18 +96,18 @@ class BatchNorm(Function):
         k = invstd if w is None else w * invstd
         gx = gw = gb = None
         if self.training:
-            xhat = saved
+            xc = saved
             if self.m == 0:
                 gx = np.zeros(self.in_shape, grad.dtype)
                 gw = np.zeros(c, grad.dtype)
                 gb = np.zeros(c, grad.dtype)
             else:
                 gb_ = np.einsum("ncl->c", g3)
-                gw_ = np.einsum("ncl,ncl->c", g3, xhat)
+                gw_ = np.einsum("ncl,ncl->c", g3, xc) * invstd
                 gw, gb = gw_, gb_
                 if need_x:
-                    # dx = k * (g - mean(g) - xhat * mean(g * xhat)), per channel
-                    tmp = xhat * (gw_ * (1.0 / self.m))[:, None]
+                    # dx = k * (g - mean(g) - xhat * mean(g * xhat)), per channel, with xhat = xc * invstd
+                    tmp = xc * (gw_ * invstd * (1.0 / self.m)).astype(xc.dtype, copy=False)[:, None]
                     gx = np.subtract(g3, tmp, out=tmp)
                     gx -= (gb_ * (1.0 / self.m))[:, None]
                     gx *= k[:, None]
