@@ -4,25 +4,102 @@ small devices through a pruned C++ runtime. `import dtorch as dt`."""
 from __future__ import annotations
 
 from . import _memory, _tensor_methods  # noqa: F401  (_tensor_methods attaches methods to Tensor)
-from ._functions import *  # noqa: F401,F403
-from ._functions import (abs, add, all, any, argmax, argmin, cat, chunk, clamp, div, exp, flatten,  # noqa: F401
-                         log, matmul, max, mean, min, mul, permute, pow, reshape, round, sigmoid, split, sqrt,
-                         squeeze, stack, std, sub, sum, tanh, transpose, unsqueeze, var, where)
+from ._functions import *
+from ._functions import (  # noqa: F401
+    abs,
+    add,
+    all,
+    any,
+    argmax,
+    argmin,
+    cat,
+    chunk,
+    clamp,
+    div,
+    exp,
+    flatten,
+    log,
+    matmul,
+    max,
+    mean,
+    min,
+    mul,
+    permute,
+    pow,
+    reshape,
+    round,
+    sigmoid,
+    split,
+    sqrt,
+    squeeze,
+    stack,
+    std,
+    sub,
+    sum,
+    tanh,
+    transpose,
+    unsqueeze,
+    var,
+    where,
+)
 from ._version import __version__
 from .amp.autocast_mode import autocast
-from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled
-from .creation import (arange, as_tensor, asarray, bernoulli, empty, empty_like, eye, from_numpy, full,  # noqa: F401
-                       full_like, linspace, logspace, multinomial, normal, ones, ones_like, rand, rand_like, randint,
-                       randint_like, randn, randn_like, randperm, tensor, zeros, zeros_like)
+from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
+from .creation import (  # noqa: F401
+    arange,
+    as_tensor,
+    asarray,
+    bernoulli,
+    empty,
+    empty_like,
+    eye,
+    from_numpy,
+    full,
+    full_like,
+    linspace,
+    logspace,
+    multinomial,
+    normal,
+    ones,
+    ones_like,
+    rand,
+    rand_like,
+    randint,
+    randint_like,
+    randn,
+    randn_like,
+    randperm,
+    tensor,
+    zeros,
+    zeros_like,
+)
 from .device import DeviceError, available_backends, device
-from .dtypes import (bfloat16, bool_, double, dtype, float16, float32, float64, get_default_dtype, half,  # noqa: F401
-                     int8, int16, int32, int64, long, promote_types, set_default_dtype, short, uint8)
-from .dtypes import float as float  # noqa: PLC0414
-from .dtypes import int as int  # noqa: PLC0414
+from .dtypes import (  # noqa: F401
+    bfloat16,
+    bool_,
+    double,
+    dtype,
+    float16,
+    float32,
+    float64,
+    get_default_dtype,
+    half,
+    int8,
+    int16,
+    int32,
+    int64,
+    long,
+    promote_types,
+    set_default_dtype,
+    short,
+    uint8,
+)
+from .dtypes import float as float
+from .dtypes import int as int
 from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: F401
 from .tensor import Size, Tensor
 
-bool = bool_  # noqa: A001 - dt.bool as in PyTorch
+bool = bool_
 
 _memory.tune_malloc()
 

@@ -15,8 +15,9 @@ import math
 import os
 import tempfile
 from collections import OrderedDict
+from collections.abc import Mapping
 from pathlib import Path
-from typing import IO, Any, Mapping
+from typing import IO, Any
 
 import numpy as np
 from safetensors import SafetensorError, TensorSpec, deserialize, serialize

@@ -125,7 +125,7 @@ def torch_outcome(ft: Callable[[], Any]) -> tuple[Any, Exception | None]:
     """Run the torch side: its result, or the exception it raised (what dtorch must then raise too)."""
     try:
         return ft(), None
-    except Exception as e:  # noqa: BLE001 - any exception torch raises is the expected behaviour
+    except Exception as e:
         return None, e
 
 

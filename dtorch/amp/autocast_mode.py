@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import functools
 import threading
-from typing import Any, Callable, TypeVar
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from .. import dtypes as _dt
 
@@ -29,7 +30,7 @@ def get_autocast_dtype() -> _dt.dtype | None:
     return _current()
 
 
-class autocast:  # noqa: N801 - the PyTorch spelling
+class autocast:
     """`with dt.autocast(dtype=dt.float16):` (also "float16", dt.bfloat16, "bfloat16"; default bfloat16 on CPU).
 
     `device_type` is accepted for PyTorch compatibility and must be "cpu"; `enabled=False` disables

@@ -55,7 +55,7 @@ class ExceptionWrapper:
         self.exc_type: type[BaseException] | None = type(exc)
         try:
             pickle.loads(pickle.dumps(self.exc_type))
-        except Exception:  # noqa: BLE001 - a class the main process cannot import: send its name only
+        except Exception:
             self.exc_type = None
         self.type_name = type(exc).__name__
         self.where = where
@@ -70,7 +70,7 @@ class ExceptionWrapper:
             raise RuntimeError(msg)
         try:
             exc = exc_type(msg)
-        except Exception:  # noqa: BLE001 - its constructor wants other arguments
+        except Exception:
             raise RuntimeError(msg) from None
         raise exc
 
@@ -123,7 +123,7 @@ class _Sender:
     def put(self, obj: Any, worker_id: int) -> None:
         try:
             messages = _ipc.dumps(obj)
-        except Exception as e:  # noqa: BLE001 - e.g. a batch holding an object that cannot be pickled
+        except Exception as e:
             messages = _ipc.dumps((obj[0], ExceptionWrapper(
                 e, f"in DataLoader worker process {worker_id} while sending a batch to the main process")))
         self.pending.put(messages)
@@ -151,7 +151,7 @@ def worker_loop(dataset: Any, is_iterable: bool, index_queue: Any, result_conn: 
             if init_fn is not None:
                 init_fn(worker_id)
             fetcher = make_fetcher(dataset, is_iterable, auto_collation, collate_fn, drop_last, batch_size)
-        except Exception as e:  # noqa: BLE001 - any user error is reported to the main process
+        except Exception as e:
             init_error = ExceptionWrapper(e, where)
         iteration_end = False
         parent = os.getppid()
@@ -184,7 +184,7 @@ def worker_loop(dataset: Any, is_iterable: bool, index_queue: Any, result_conn: 
                     if not is_iterable:
                         raise
                     data, iteration_end = IterableEnd(worker_id), True
-                except Exception as e:  # noqa: BLE001 - any user error is reported to the main process
+                except Exception as e:
                     data = ExceptionWrapper(e, where)
             sender.put((idx, data), worker_id)
             del data

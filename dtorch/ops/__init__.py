@@ -10,4 +10,4 @@ import warnings
 # floating-point RuntimeWarnings raised inside these kernels only (a filter costs nothing per call).
 warnings.filterwarnings("ignore", category=RuntimeWarning, module=r"dtorch\.ops\.")
 
-from . import elementwise, linalg, reduce, shape  # noqa: F401
+from . import elementwise, linalg, reduce, shape  # noqa: F401, E402

@@ -135,7 +135,7 @@ class CosineAnnealingWarmRestarts(LRScheduler):
         if not isinstance(T_mult, int) or T_mult < 1:
             raise ValueError(f"Expected integer T_mult >= 1, but got {T_mult}")
         if not isinstance(eta_min, (float, int)):
-            raise ValueError(  # noqa: TRY004 - PyTorch raises ValueError here
+            raise ValueError(
                 f"Expected float or int eta_min, but got {eta_min} of type {type(eta_min).__name__}")
         self.T_0 = T_0
         self.T_i = T_0

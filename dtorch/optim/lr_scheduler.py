@@ -261,7 +261,7 @@ def _check_children(owner: str, optimizer: Optimizer, schedulers: Sequence[Any])
         if not hasattr(s, "optimizer"):
             raise TypeError(f"{owner} at index {i} should have `optimizer` as its attribute.")
         if isinstance(s, ReduceLROnPlateau):
-            raise ValueError(  # noqa: TRY004 - PyTorch raises ValueError here
+            raise ValueError(
                 f"{owner} does not support `ReduceLROnPlateau` scheduler as it requires additional kwargs to be "
                 f"specified when calling `step`, but got one at index {i} in the given schedulers sequence.")
         if s.optimizer is not optimizer:

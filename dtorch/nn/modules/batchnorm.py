@@ -21,7 +21,8 @@ __all__ = ["BatchNorm1d", "BatchNorm2d", "BatchNorm3d"]
 class _BatchNorm(Module):
     """Shared state and forward of the BatchNorm layers (per-channel statistics over all other dims).
 
-    `bias=False` (with affine) learns only the scale. `momentum` weighs the new batch statistic in the running average; `momentum=None` keeps a cumulative
+    `bias=False` (with affine) learns only the scale. `momentum` weighs the new batch statistic in the
+    running average; `momentum=None` keeps a cumulative
     average (weight 1 / num_batches_tracked). With `track_running_stats=False` batch statistics are used in
     eval mode too.
     """

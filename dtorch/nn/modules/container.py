@@ -78,16 +78,16 @@ class Sequential(Module):
 
     def __add__(self, other: Sequential) -> Sequential:
         if not isinstance(other, Sequential):
-            raise ValueError(  # noqa: TRY004 - PyTorch's exception type
+            raise ValueError(
                 f"add operator supports only objects of Sequential class, but {type(other)} is given.")
         ret = Sequential()
         for layer in chain(self, other):
             ret.append(layer)
         return ret
 
-    def __iadd__(self, other: Sequential) -> Sequential:  # noqa: PYI034
+    def __iadd__(self, other: Sequential) -> Sequential:
         if not isinstance(other, Sequential):
-            raise ValueError(  # noqa: TRY004 - PyTorch's exception type
+            raise ValueError(
                 f"add operator supports only objects of Sequential class, but {type(other)} is given.")
         return self.extend(list(other))
 
@@ -97,7 +97,7 @@ class Sequential(Module):
 
     def insert(self, index: int, module: Module) -> Sequential:
         if not isinstance(module, Module):
-            raise AssertionError(f"module should be of type: {Module}")  # noqa: TRY004 - PyTorch's type
+            raise AssertionError(f"module should be of type: {Module}")
         n = len(self._modules)
         if not -n <= index <= n:
             raise IndexError(f"Index out of range: {index}")
@@ -154,7 +154,7 @@ class ModuleList(Module):
     def __iter__(self) -> Iterator[Module]:
         return iter(self._modules.values())
 
-    def __iadd__(self, modules: Iterable[Module]) -> ModuleList:  # noqa: PYI034
+    def __iadd__(self, modules: Iterable[Module]) -> ModuleList:
         self.extend(modules)
         return self
 
@@ -306,7 +306,7 @@ class ParameterList(Module):
     def __iter__(self) -> Iterator[Any]:
         return (self[i] for i in range(len(self)))
 
-    def __iadd__(self, parameters: Iterable[Any]) -> ParameterList:  # noqa: PYI034
+    def __iadd__(self, parameters: Iterable[Any]) -> ParameterList:
         self.extend(parameters)
         return self
 

@@ -290,7 +290,7 @@ class Module:
     def train(self, mode: bool = True) -> Module:
         """Set training mode on this module and (through their own `train`) on all children."""
         if not isinstance(mode, bool):
-            raise ValueError("training mode is expected to be boolean")  # noqa: TRY004 - PyTorch's type
+            raise ValueError("training mode is expected to be boolean")
         object.__setattr__(self, "training", mode)
         for m in self.children():
             m.train(mode)

@@ -51,7 +51,7 @@ def _load_arrays() -> tuple[np.ndarray, np.ndarray, np.ndarray]:
 def _check_bool(name: str, value: object) -> bool:
     if not isinstance(value, (bool, np.bool_)):
         # ValueError, not TypeError: every bad argument of this module is a ValueError.
-        raise ValueError(f"{name} must be True or False, got {value!r}")  # noqa: TRY004
+        raise ValueError(f"{name} must be True or False, got {value!r}")
     return bool(value)
 
 
