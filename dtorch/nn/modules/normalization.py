@@ -28,7 +28,21 @@ def _shape(normalized_shape: int | Sequence[int]) -> tuple[int, ...]:
     return tuple(normalized_shape)
 
 
-class LayerNorm(Module):
+class _AffineNorm(Module):
+    """A norm layer with an optional elementwise scale (ones) and shift (zeros) of shape `shape`."""
+
+    def _make_affine(self, shape: tuple[int, ...], affine: bool, bias: bool, d: _dt.dtype) -> None:
+        self.register_parameter("weight", Parameter(_C.ones(*shape, dtype=d)) if affine else None)
+        self.register_parameter("bias", Parameter(_C.zeros(*shape, dtype=d)) if affine and bias else None)
+
+    def reset_parameters(self) -> None:
+        if self.weight is not None:
+            init.ones_(self.weight)
+        if self.bias is not None:
+            init.zeros_(self.bias)
+
+
+class LayerNorm(_AffineNorm):
     """Normalize over the trailing `normalized_shape` dims, then an elementwise affine transform."""
 
     def __init__(self, normalized_shape: int | Sequence[int], eps: float = 1e-5, elementwise_affine: bool = True,
@@ -37,21 +51,7 @@ class LayerNorm(Module):
         d = _dtype(dtype, device)
         self.normalized_shape = _shape(normalized_shape)
         self.eps, self.elementwise_affine = eps, elementwise_affine
-        if elementwise_affine:
-            self.weight = Parameter(_C.ones(*self.normalized_shape, dtype=d))
-            if bias:
-                self.bias = Parameter(_C.zeros(*self.normalized_shape, dtype=d))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-
-    def reset_parameters(self) -> None:
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        self._make_affine(self.normalized_shape, elementwise_affine, bias, d)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.layer_norm(input, self.normalized_shape, self.weight, self.bias, self.eps)
@@ -61,7 +61,7 @@ class LayerNorm(Module):
                 f"bias={self.bias is not None}")
 
 
-class GroupNorm(Module):
+class GroupNorm(_AffineNorm):
     """Normalize (N, C, *) over `num_groups` groups of channels, then a per-channel affine transform."""
 
     def __init__(self, num_groups: int, num_channels: int, eps: float = 1e-5, affine: bool = True,
@@ -72,21 +72,7 @@ class GroupNorm(Module):
             raise ValueError(f"num_channels must be divisible by num_groups (got num_channels={num_channels}, "
                              f"num_groups={num_groups})")
         self.num_groups, self.num_channels, self.eps, self.affine = num_groups, num_channels, eps, affine
-        if affine:
-            self.weight = Parameter(_C.ones(num_channels, dtype=d))
-            if bias:
-                self.bias = Parameter(_C.zeros(num_channels, dtype=d))
-            else:
-                self.register_parameter("bias", None)
-        else:
-            self.register_parameter("weight", None)
-            self.register_parameter("bias", None)
-
-    def reset_parameters(self) -> None:
-        if self.weight is not None:
-            init.ones_(self.weight)
-        if self.bias is not None:
-            init.zeros_(self.bias)
+        self._make_affine((num_channels,), affine, bias, d)
 
     def forward(self, input: Tensor) -> Tensor:
         return F.group_norm(input, self.num_groups, self.weight, self.bias, self.eps)
