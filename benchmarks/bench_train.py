@@ -40,16 +40,8 @@ def _time(step, warmup: int, iters: int, repeats: int) -> float:
     return statistics.median(blocks)
 
 
-def bench_dtorch(x: np.ndarray, y: np.ndarray, args) -> tuple[float, float]:
-    import dtorch as dt
-    import dtorch.nn as nn
-    from dtorch.models import SimpleNet
-
-    dt.manual_seed(0)
-    model = SimpleNet(10)
-    opt = dt.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-4)
-    crit = nn.CrossEntropyLoss()
-    xb, yb = dt.from_numpy(x), dt.from_numpy(y)
+def _measure(model, opt, crit, xb, yb, no_grad, args) -> tuple[float, float]:
+    """Seconds per training step and per inference batch; the same code drives both frameworks."""
 
     def train_step():
         opt.zero_grad()
@@ -61,11 +53,21 @@ def bench_dtorch(x: np.ndarray, y: np.ndarray, args) -> tuple[float, float]:
     model.eval()
 
     def infer():
-        with dt.no_grad():
+        with no_grad():
             model(xb)
 
-    infer_t = _time(infer, args.warmup, args.iters, args.repeats)
-    return train, infer_t
+    return train, _time(infer, args.warmup, args.iters, args.repeats)
+
+
+def bench_dtorch(x: np.ndarray, y: np.ndarray, args) -> tuple[float, float]:
+    import dtorch as dt
+    import dtorch.nn as nn
+    from dtorch.models import SimpleNet
+
+    dt.manual_seed(0)
+    model = SimpleNet(10)
+    opt = dt.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-4)
+    return _measure(model, opt, nn.CrossEntropyLoss(), dt.from_numpy(x), dt.from_numpy(y), dt.no_grad, args)
 
 
 def bench_torch(x: np.ndarray, y: np.ndarray, args) -> tuple[float, float]:
@@ -74,7 +76,7 @@ def bench_torch(x: np.ndarray, y: np.ndarray, args) -> tuple[float, float]:
 
     torch.manual_seed(0)
 
-    class SimpleNet(nn.Module):
+    class SimpleNet(nn.Module):  # the same architecture as dtorch.models.SimpleNet
         def __init__(self, num_classes=10):
             super().__init__()
             self.backbone = nn.Sequential(
@@ -89,24 +91,8 @@ def bench_torch(x: np.ndarray, y: np.ndarray, args) -> tuple[float, float]:
 
     model = SimpleNet(10)
     opt = torch.optim.AdamW(model.parameters(), lr=1e-3, weight_decay=1e-4)
-    crit = nn.CrossEntropyLoss()
-    xb, yb = torch.from_numpy(x), torch.from_numpy(y)
-
-    def train_step():
-        opt.zero_grad()
-        loss = crit(model(xb), yb)
-        loss.backward()
-        opt.step()
-
-    train = _time(train_step, args.warmup, args.iters, args.repeats)
-    model.eval()
-
-    def infer():
-        with torch.no_grad():
-            model(xb)
-
-    infer_t = _time(infer, args.warmup, args.iters, args.repeats)
-    return train, infer_t
+    return _measure(model, opt, nn.CrossEntropyLoss(), torch.from_numpy(x), torch.from_numpy(y), torch.no_grad,
+                    args)
 
 
 def _worker(framework: str, args) -> None:
