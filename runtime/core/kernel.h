@@ -1,0 +1,89 @@
+// The kernel interface: every operator kernel is one file in kernels/<set>/ that defines an infer
+// function (output shapes and scratch bytes from input shapes and attributes) and a run function
+// (compute into caller-owned outputs), and ends with one DTORCH_REGISTER_KERNEL line.
+// Kernels never allocate: outputs and scratch memory come from the executor's planned arena.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "dtorch/status.h"
+#include "dtorch/types.h"
+
+namespace dtorch {
+
+class ThreadPool;
+
+// Read-only access to a node's attributes (backed by the .dtm FlatBuffer; no copies, no allocation).
+class Attrs {
+ public:
+  explicit Attrs(const void* node = nullptr) : node_(node) {}
+  bool has(const char* name) const;
+  int64_t get_int(const char* name, int64_t fallback) const;
+  double get_float(const char* name, double fallback) const;
+  // Copies up to `cap` ints into `out`; returns how many the attribute has (-1 if absent).
+  int get_ints(const char* name, int64_t* out, int cap) const;
+  int get_floats(const char* name, double* out, int cap) const;
+  // The string value, or `fallback` when absent. Valid as long as the model bytes are.
+  const char* get_string(const char* name, const char* fallback) const;
+
+ private:
+  const void* node_;  // const dtm::Node*
+};
+
+struct KernelContext {
+  const Attrs* attrs = nullptr;
+  ThreadPool* pool = nullptr;   // never null at run time; pool->size() >= 1
+  void* scratch = nullptr;      // `scratch_bytes` from infer, 64-byte aligned
+  size_t scratch_bytes = 0;
+};
+
+// infer: fill `out_shapes` (n_out entries) and `*scratch_bytes`; return an error naming what is wrong
+// (e.g. "conv2d: input has 4 channels but the weight expects 3").
+using InferFn = Status (*)(const Attrs& attrs, const TensorView* inputs, int n_in, Shape* out_shapes, int n_out,
+                           size_t* scratch_bytes);
+// run: compute. Inputs that are absent (optional, -1 in the file) have data == nullptr.
+using RunFn = Status (*)(const KernelContext& ctx, const TensorView* inputs, int n_in, TensorView* outputs,
+                         int n_out);
+
+struct KernelDef {
+  const char* op;    // the operator name (OPS.md)
+  DType dtype;       // the dtype of the first input this kernel handles
+  InferFn infer;
+  RunFn run;
+};
+
+// The registry: kernels register themselves at static-initialization time.
+bool register_kernel(const KernelDef& def);
+const KernelDef* find_kernel(const char* op, DType dtype);
+// All registered kernels (for --info and tests); returns the count and sets *defs.
+size_t registered_kernels(const KernelDef* const** defs);
+
+#define DTORCH_KERNEL_CONCAT_(a, b) a##b
+#define DTORCH_KERNEL_CONCAT(a, b) DTORCH_KERNEL_CONCAT_(a, b)
+#define DTORCH_REGISTER_KERNEL(op, dtype, infer, run)                                               \
+  static const bool DTORCH_KERNEL_CONCAT(dtorch_kernel_registered_, __LINE__) =                     \
+      ::dtorch::register_kernel(::dtorch::KernelDef{op, dtype, infer, run})
+
+// A small fixed-size thread pool. parallel_for splits [0, n) into contiguous chunks, one per thread,
+// in a fixed way that depends only on n and the pool size; each index is processed exactly once.
+// Kernels must make results independent of the split (no cross-chunk reductions in float).
+class ThreadPool {
+ public:
+  explicit ThreadPool(int num_threads);
+  ~ThreadPool();
+  int size() const;
+  void parallel_for(int64_t n, void (*fn)(void* arg, int64_t begin, int64_t end), void* arg);
+
+  template <typename F>
+  void parallel_for(int64_t n, F&& f) {
+    parallel_for(n, [](void* a, int64_t b, int64_t e) { (*static_cast<F*>(a))(b, e); }, &f);
+  }
+
+  struct Impl;
+
+ private:
+  Impl* impl_;
+};
+
+}  // namespace dtorch

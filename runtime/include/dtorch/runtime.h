@@ -1,0 +1,80 @@
+// The public C++ API of the DTorch runtime: load a .dtm model and run it.
+//
+// Ownership: a Session owns the model bytes (read or memory-mapped from a file) or borrows a caller's
+// buffer (CreateFromBuffer: the buffer must outlive the Session). Weights are used in place from those
+// bytes. Input views passed to Run are read during Run only. Output views returned by output() point
+// into session-owned memory and stay valid until the next Run or the Session's destruction.
+// Memory: the first Run with a given set of input shapes plans and allocates the arena and outputs;
+// later Runs with the same shapes allocate nothing.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dtorch/status.h"
+#include "dtorch/types.h"
+
+namespace dtorch {
+
+constexpr uint32_t kFormatVersion = 1;   // the .dtm format this runtime reads and writes
+constexpr const char* kRuntimeVersion = "0.1.0";
+
+struct SessionOptions {
+  int num_threads = 1;  // >= 1; conv/matmul kernels split their work; results are identical for any count
+};
+
+struct IOInfo {
+  std::string name;
+  DType dtype = DType::kFloat32;
+  std::vector<int64_t> dims;            // -1 for a dynamic dimension
+  std::vector<std::string> dim_names;   // "" for a fixed dimension, the axis name otherwise
+};
+
+struct ModelInfo {
+  uint32_t format_version = 0;
+  uint32_t min_runtime_version = 0;
+  uint32_t opset = 0;
+  std::string producer;
+  std::vector<std::string> op_list;
+  uint64_t arena_size = 0;              // as planned at export (example shapes)
+  uint64_t weights_bytes = 0;
+  size_t num_nodes = 0;
+  bool has_test_vector = false;
+  std::vector<std::pair<std::string, std::string>> metadata;
+};
+
+class Session {
+ public:
+  static Status Create(const std::string& path, const SessionOptions& options, std::unique_ptr<Session>* out);
+  static Status CreateFromBuffer(const void* data, size_t size, const SessionOptions& options,
+                                 std::unique_ptr<Session>* out);
+  ~Session();
+  Session(const Session&) = delete;
+  Session& operator=(const Session&) = delete;
+
+  const std::vector<IOInfo>& inputs() const;
+  const std::vector<IOInfo>& outputs() const;
+  const ModelInfo& info() const;
+
+  // Run with one view per model input, in inputs() order. Checks dtypes and shapes (fixed dims must
+  // match; dynamic dims may take any size >= 1) and reports which input and dimension is wrong.
+  Status Run(const TensorView* inputs, size_t num_inputs);
+  TensorView output(size_t i) const;
+
+  // The bundled test vector (if any): copies of its inputs and expected outputs.
+  Status TestVector(std::vector<std::vector<uint8_t>>* inputs, std::vector<Shape>* input_shapes,
+                    std::vector<std::vector<uint8_t>>* outputs, std::vector<Shape>* output_shapes) const;
+
+  // Bytes of the current arena (after the last Run's planning) and the high-water mark of session memory.
+  uint64_t arena_bytes() const;
+
+  struct Impl;
+
+ private:
+  explicit Session(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace dtorch

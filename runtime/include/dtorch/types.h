@@ -1,0 +1,49 @@
+// Element types, shapes and tensor views shared by the runtime's public API and its kernels.
+// A TensorView never owns memory: whoever created it keeps the data alive while the view is used.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+namespace dtorch {
+
+// Same numbering as the .dtm schema's DType.
+enum class DType : uint8_t {
+  kFloat32 = 0, kFloat16 = 1, kBFloat16 = 2, kFloat64 = 3,
+  kInt64 = 4, kInt32 = 5, kInt16 = 6, kInt8 = 7, kUInt8 = 8, kBool = 9,
+};
+
+size_t dtype_size(DType t);
+const char* dtype_name(DType t);  // "float32", ... ("bool" for kBool)
+
+constexpr int kMaxDims = 8;
+
+struct Shape {
+  int32_t ndim = 0;
+  int64_t dims[kMaxDims] = {};
+
+  int64_t numel() const {
+    int64_t n = 1;
+    for (int i = 0; i < ndim; ++i) n *= dims[i];
+    return n;
+  }
+  bool operator==(const Shape& o) const {
+    if (ndim != o.ndim) return false;
+    for (int i = 0; i < ndim; ++i)
+      if (dims[i] != o.dims[i]) return false;
+    return true;
+  }
+  bool operator!=(const Shape& o) const { return !(*this == o); }
+};
+
+// A contiguous row-major tensor in memory owned by someone else.
+struct TensorView {
+  void* data = nullptr;
+  DType dtype = DType::kFloat32;
+  Shape shape;
+
+  size_t nbytes() const { return static_cast<size_t>(shape.numel()) * dtype_size(dtype); }
+  template <typename T> T* as() const { return static_cast<T*>(data); }
+};
+
+}  // namespace dtorch
