@@ -122,11 +122,28 @@ def result_type(a: object, b: object) -> dtype:
     return _rt(a, b)
 
 
+def export(model: object, args: object, f: object, *, opset: int = 13, input_names: list[str] | None = None,
+           output_names: list[str] | None = None, dynamic_axes: dict[str, object] | None = None,
+           bundle_example: bool = False) -> object:
+    """Trace `model(*args)` (in eval mode, under no_grad) and write it to the `.dtm` file `f`.
+
+    `args` is the example input: a Tensor or a tuple of Tensors. `input_names`/`output_names` default to
+    "input"/"output" ("input0", "input1", ... when several). `dynamic_axes` maps a name to {dim: "name"} for
+    dimensions that may change at run time, e.g. {"input": {0: "batch"}, "output": {0: "batch"}}.
+    `bundle_example=True` stores the example input and the eager output in the file for device self-tests.
+    Returns a `dtorch._export.ExportResult`; raises `dtorch._export.ExportError` with what to change.
+    """
+    from ._export import export as _export
+
+    return _export(model, args, f, opset=opset, input_names=input_names, output_names=output_names,  # type: ignore[arg-type]
+                   dynamic_axes=dynamic_axes, bundle_example=bundle_example)
+
+
 def __getattr__(name: str):  # type: ignore[no-untyped-def]
     # Subpackages load on first use so `import dtorch` stays fast.
     import importlib
 
-    if name in ("nn", "optim", "data", "vision", "amp", "autograd", "utils", "export", "runtime", "edge", "random",
+    if name in ("nn", "optim", "data", "vision", "amp", "autograd", "utils", "runtime", "edge", "random",
                 "serialization"):
         return importlib.import_module(f".{name}", __name__)
     if name in ("save", "load"):

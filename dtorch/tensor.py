@@ -18,6 +18,10 @@ from .autograd.grad_mode import is_grad_enabled
 
 __all__ = ["Size", "Tensor"]
 
+# Set by dt.export while it traces a model: called as _trace_check(tensor, what) before a tensor's values are
+# read from Python (bool, item, tolist, numpy, int, float, index), so data-dependent control flow is reported.
+_trace_check: Callable[[Tensor, str], None] | None = None
+
 
 _TYPE_NAMES = {"float32": "Float", "float64": "Double", "float16": "Half", "bfloat16": "BFloat16", "int64": "Long",
                "int32": "Int", "int16": "Short", "int8": "Char", "uint8": "Byte", "bool": "Bool"}
@@ -220,6 +224,8 @@ class Tensor:
 
     # ---------------------------------------------------------------- conversion
     def numpy(self, *, force: bool = False) -> np.ndarray:
+        if _trace_check is not None:
+            _trace_check(self, "t.numpy()")
         if self._rg and not force:
             raise RuntimeError("Can't call numpy() on Tensor that requires grad. Use tensor.detach().numpy() instead.")
         return self._data
@@ -228,28 +234,40 @@ class Tensor:
         return self._data if dtype is None else self._data.astype(dtype)
 
     def item(self) -> Any:
+        if _trace_check is not None:
+            _trace_check(self, "t.item()")
         if self._data.size != 1:
             raise RuntimeError(f"a Tensor with {self._data.size} elements cannot be converted to Scalar")
         v = self._data.reshape(()).item() if self._data.dtype is not _dt.BF16_NP else float(self._data.reshape(()))
         return v
 
     def tolist(self) -> Any:
+        if _trace_check is not None:
+            _trace_check(self, "t.tolist()")
         if self._data.dtype is _dt.BF16_NP:
             return self._data.astype(np.float32).tolist()
         return self._data.tolist()
 
     def __float__(self) -> float:
+        if _trace_check is not None:
+            _trace_check(self, "float(t)")
         return float(self.item())
 
     def __int__(self) -> int:
+        if _trace_check is not None:
+            _trace_check(self, "int(t)")
         return int(self.item())
 
     def __index__(self) -> int:
+        if _trace_check is not None:
+            _trace_check(self, "using a tensor as an index (t.__index__())")
         if self._data.dtype.kind not in "iub" or self._data.size != 1:
             raise TypeError("only integer tensors of a single element can be converted to an index")
         return int(self.item())
 
     def __bool__(self) -> bool:
+        if _trace_check is not None:
+            _trace_check(self, "bool(t) (an `if`/`while` on a tensor)")
         if self._data.size != 1:
             raise RuntimeError(f"Boolean value of Tensor with {self._data.size} values is ambiguous")
         return bool(self._data.reshape(()))

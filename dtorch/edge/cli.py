@@ -49,5 +49,60 @@ def demo(out: Path, epochs: int, batch_size: int, lr: float, workers: int, seed:
             json_out.write_text(res.to_json() + "\n")
 
 
+def _fmt_tensor(f: object, i: int) -> str:
+    if i < 0:
+        return "-"
+    t = f.tensors[i]  # type: ignore[attr-defined]
+    dims = "x".join(str(d) for d in t.dims) or "scalar"
+    return f"{t.name}[{dims}]:{t.dtype}"
+
+
+@main.command()
+@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def inspect(model: Path, as_json: bool) -> None:
+    """Print the graph of a .dtm file: nodes, shapes, fused ops, node counts, op list and memory plan."""
+    import json
+
+    from .._export.errors import DtmFormatError
+    from .._export.reader import read_dtm
+
+    try:
+        f = read_dtm(model)
+    except DtmFormatError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    m = f.metadata
+    plan = f.plan
+    if as_json:
+        click.echo(json.dumps(f.to_json(), indent=2))
+        return
+    click.echo(f"{model}: {f.producer}, format {f.format_version} (needs runtime >= {f.min_runtime_version}), "
+               f"opset {f.opset}")
+    click.echo("inputs:  " + ", ".join(_fmt_tensor(f, i) for i in f.inputs))
+    click.echo("outputs: " + ", ".join(_fmt_tensor(f, i) for i in f.outputs))
+    click.echo(f"nodes: {m.get('nodes_traced', '?')} traced -> {m.get('nodes_after_passes', len(f.nodes))} after passes")
+    for k, v in m.items():
+        if k.startswith("pass."):
+            click.echo(f"  {k[5:]:<24} {v}")
+    for k, n in enumerate(f.nodes):
+        act = n.attrs.get("activation")
+        fused = f" +{act}" if act and act != "none" else ""
+        ins = ", ".join(_fmt_tensor(f, i) for i in n.inputs)
+        outs = ", ".join(_fmt_tensor(f, i) for i in n.outputs)
+        click.echo(f"  [{k:>3}] {n.op}{fused:<12} ({ins}) -> {outs}   @ {n.name or '<top>'}")
+    click.echo("ops: " + ", ".join(f.op_list))
+    pbytes = int(m.get("parameter_bytes", "0"))
+    click.echo(f"parameters: {pbytes} bytes ({pbytes / 1024:.1f} KiB)")
+    arena, total = int(plan.get("arena_size", 0)), int(plan.get("sum_of_intermediates", 0))
+    ratio = f" ({arena / total:.0%})" if total else ""
+    click.echo(f"memory plan ({plan.get('algorithm', '?')}): arena {arena} bytes vs {total} bytes for all "
+               f"intermediates{ratio}")
+    if "sum_of_intermediates_before_passes" in m:
+        click.echo(f"  (before the passes, the intermediates summed to {m['sum_of_intermediates_before_passes']} bytes)")
+    if f.test_vector is not None:
+        click.echo("bundled test vector: yes")
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())

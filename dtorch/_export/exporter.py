@@ -1,0 +1,267 @@
+"""`dt.export`: trace -> lower -> (second trace for dynamic axes) -> passes -> plan -> write, and its result."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._version import __version__
+from ..tensor import Tensor
+from .dynamic import assign_static_dims, merge_traces
+from .errors import ExportError
+from .graph import Graph, Value
+from .lower import lower
+from .passes import run_passes
+from .planner import PlanNode, plan_memory, verify_plan
+from .tracer import trace_model, where
+from .writer import DTYPE_CODES, ModelSpec, NodeSpec, TensorSpec, build_bytes, check_writable, write_atomic
+
+__all__ = ["ExportResult", "SUPPORTED_OPSETS", "export"]
+
+SUPPORTED_OPSETS = (13,)
+
+
+@dataclass
+class ExportResult:
+    """What `dt.export` wrote: the file, node counts before/after the passes, the memory plan and the op list."""
+
+    path: Path
+    nodes_traced: int
+    nodes_after_passes: int
+    passes: list[tuple[str, int, int]]
+    arena_size: int
+    sum_of_intermediates: int
+    parameter_bytes: int
+    op_list: list[str]
+    input_names: list[str] = field(default_factory=list)
+    output_names: list[str] = field(default_factory=list)
+
+
+def _as_inputs(args: Any) -> list[Tensor]:
+    items = list(args) if isinstance(args, (tuple, list)) else [args]
+    if not items:
+        raise ExportError("dt.export needs at least one example input tensor")
+    for i, a in enumerate(items):
+        if not isinstance(a, Tensor):
+            hint = " (wrap NumPy arrays with dt.from_numpy)" if isinstance(a, np.ndarray) else ""
+            raise ExportError(f"the example input must be a dtorch.Tensor or a tuple of Tensors, but item {i} is a "
+                              f"{type(a).__name__}{hint}")
+        if a._data.dtype not in (np.float32, np.int64):
+            raise ExportError(f"example input {i} has dtype {a.dtype}; exported models take float32 (or int64 index) "
+                              f"inputs: convert it with .float() (and the model with model.float())")
+    return items
+
+
+def _names(given: Sequence[str] | None, n: int, what: str) -> list[str]:
+    if given is None:
+        return [what] if n == 1 else [f"{what}{i}" for i in range(n)]
+    if isinstance(given, str) or not all(isinstance(s, str) and s for s in given):
+        raise ExportError(f"{what}_names must be a list of non-empty strings, got {given!r}")
+    names = list(given)
+    if len(names) != n:
+        raise ExportError(f"{what}_names has {len(names)} name(s) but the model has {n} {what}(s): {names}")
+    if len(set(names)) != len(names):
+        raise ExportError(f"{what}_names must be distinct, got {names}")
+    return names
+
+
+def _axes(dynamic_axes: Mapping[str, Any] | None, shapes: dict[str, tuple[int, ...]]) -> dict[str, dict[int, str]]:
+    if dynamic_axes is None:
+        return {}
+    if not isinstance(dynamic_axes, Mapping):
+        raise ExportError(f"dynamic_axes must be a dict such as {{'input': {{0: 'batch'}}}}, got "
+                          f"{type(dynamic_axes).__name__}")
+    out: dict[str, dict[int, str]] = {}
+    for key, spec in dynamic_axes.items():
+        if key not in shapes:
+            raise ExportError(f"dynamic_axes names {key!r}, which is neither an input nor an output name (names: "
+                              f"{sorted(shapes)}); use the names given in input_names/output_names")
+        shape = shapes[key]
+        items = spec.items() if isinstance(spec, Mapping) else ((d, f"{key}_dim{d}") for d in spec)
+        axes: dict[int, str] = {}
+        for d, name in items:
+            if not isinstance(d, (int, np.integer)) or isinstance(d, bool) or not -len(shape) <= d < len(shape):
+                raise ExportError(f"dynamic_axes[{key!r}] names dimension {d!r}, but {key!r} has {len(shape)} "
+                                  f"dimension(s) (shape {list(shape)}); use an index in 0..{len(shape) - 1}")
+            if not isinstance(name, str) or not name:
+                raise ExportError(f"dynamic_axes[{key!r}][{d}] must be a non-empty name such as 'batch', got {name!r}")
+            axes[int(d) % len(shape)] = name
+        out[key] = axes
+    return out
+
+
+def _changed_input(a: np.ndarray, shape: tuple[int, ...], rng: np.random.Generator) -> Tensor:
+    if a.dtype.kind == "f":
+        mean = float(a.mean()) if a.size else 0.0
+        std = float(a.std()) if a.size else 1.0
+        data = (rng.standard_normal(shape) * (std or 1.0) + mean).astype(a.dtype)
+    elif a.dtype.kind in "iu":
+        lo, hi = (int(a.min()), int(a.max())) if a.size else (0, 0)
+        data = rng.integers(lo, hi + 1, size=shape).astype(a.dtype)
+    else:
+        data = (rng.random(shape) < 0.5).astype(a.dtype)
+    return Tensor._wrap(data)
+
+
+def _second_trace(model: Any, inputs: list[Tensor], in_names: list[str], axes: dict[str, dict[int, str]],
+                  ga: Graph, out_names: list[str]) -> None:
+    order: list[str] = []
+    for nm in in_names:
+        for name in axes.get(nm, {}).values():
+            if name not in order:
+                order.append(name)
+    sizes: dict[str, int] = {}
+    for nm, x in zip(in_names, inputs):
+        for d, name in axes.get(nm, {}).items():
+            if sizes.setdefault(name, x._data.shape[d]) != x._data.shape[d]:
+                raise ExportError(f"dynamic dimension {name!r} has different sizes in the example inputs "
+                                  f"({sizes[name]} and {x._data.shape[d]} in {nm!r}); one name means one size")
+    delta = {name: i + 1 for i, name in enumerate(order)}
+    rng = np.random.default_rng(1234)
+    changed = []
+    for nm, x in zip(in_names, inputs):
+        shape = list(x._data.shape)
+        for d, name in axes.get(nm, {}).items():
+            shape[d] += delta[name]
+        changed.append(_changed_input(x._data, tuple(shape), rng))
+    desc = ", ".join(f"{n!r} ({sizes[n]} -> {sizes[n] + delta[n]})" for n in order)
+    try:
+        tb = trace_model(model, changed)
+    except ExportError:
+        raise
+    except Exception as e:
+        raise ExportError(f"the model failed when traced again with the dynamic dimension(s) {desc}: "
+                          f"{type(e).__name__}: {e}. It does not accept other sizes there; remove them from "
+                          f"dynamic_axes") from e
+    if len(tb.outputs) != len(ga.outputs):
+        raise ExportError(f"the model returns {len(tb.outputs)} outputs instead of {len(ga.outputs)} when the dynamic "
+                          f"dimension(s) {desc} change; Python control flow depends on tensor shapes")
+    merge_traces(ga, lower(tb), desc, {(sizes[n], sizes[n] + delta[n]): n for n in order})
+    for nm, v in zip(out_names, ga.outputs):
+        assert v.dims is not None
+        for d, name in axes.get(nm, {}).items():
+            if isinstance(v.dims[d], int):
+                raise ExportError(f"dynamic_axes marks dimension {d} of output {nm!r} as {name!r}, but it does not "
+                                  f"change when the inputs' dynamic dimensions change (it is always {v.dims[d]}); "
+                                  f"remove it from dynamic_axes")
+            v.dims[d] = name
+
+
+def _spec(graph: Graph, in_names: list[str], out_names: list[str], opset: int) -> tuple[ModelSpec, list[Value]]:
+    index: dict[int, int] = {}
+    values: list[Value] = []
+
+    def add(v: Value) -> None:
+        if v.uid not in index:
+            index[v.uid] = len(values)
+            values.append(v)
+
+    for v in graph.inputs:
+        add(v)
+    for n in graph.nodes:
+        for v in n.inputs:
+            if v is not None:
+                add(v)
+        for v in n.outputs:
+            add(v)
+    outputs = {v.uid: i for i, v in enumerate(graph.outputs)}
+    producer_of = {v.uid: n for n in graph.nodes for v in n.outputs}
+    tensors = []
+    for i, v in enumerate(values):
+        if v.kind == "input":
+            kind, name = "input", in_names[graph.inputs.index(v)]
+        elif v.is_const:
+            kind, name = "constant", v.name or f"const{i}"
+        elif v.uid in outputs:
+            kind, name = "output", out_names[outputs[v.uid]]
+        else:
+            kind, name = "intermediate", f"{producer_of[v.uid].op}_{i}"
+        data = v.data if kind == "constant" else None
+        dtype = np.dtype(v.dtype)
+        if kind == "constant":
+            assert data is not None
+            if dtype.kind == "f":
+                dtype = np.dtype(np.float32)
+            elif dtype.kind in "iu":
+                dtype = np.dtype(np.int64)
+            else:
+                raise ExportError(f"constant {name!r} has dtype {dtype.name}; .dtm constants are float32 or int64")
+            data = np.ascontiguousarray(data, dtype=dtype)
+        elif dtype.name not in ("float32", "int64"):
+            n = producer_of.get(v.uid)
+            at = f" produced by '{n.op}' at {where(n.name)}" if n is not None else ""
+            raise ExportError(f"tensor {name!r}{at} has dtype {dtype.name}; the .dtm runtime computes in float32: "
+                              f"call model.float() and pass float32 inputs")
+        assert dtype.name in DTYPE_CODES
+        tensors.append(TensorSpec(name, dtype, list(v.dims if v.dims is not None else v.shape), tuple(v.shape), kind,
+                                  data))
+    nodes = [NodeSpec(n.op, [-1 if v is None else index[v.uid] for v in n.inputs], [index[v.uid] for v in n.outputs],
+                      dict(n.attrs), n.name) for n in graph.nodes]
+    op_list = sorted({f"{n.op}:{np.dtype(n.outputs[0].dtype).name}" for n in graph.nodes})
+    inter = [t.kind == "intermediate" for t in tensors]
+    pnodes = [PlanNode(n.op, n.inputs, n.outputs) for n in nodes]
+    sizes = [v.nbytes for v in values]
+    shapes = [v.shape for v in values]
+    plan = plan_memory(pnodes, sizes, shapes, inter)
+    verify_plan(pnodes, sizes, inter, plan.offsets, plan.arena_size)
+    spec = ModelSpec(f"dtorch {__version__}", opset, tensors, nodes, [index[v.uid] for v in graph.inputs],
+                     [index[v.uid] for v in graph.outputs], plan, [], op_list=op_list)
+    return spec, values
+
+
+def export(model: Any, args: Any, f: str | os.PathLike[str], *, opset: int = 13,
+           input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
+           dynamic_axes: Mapping[str, Any] | None = None, bundle_example: bool = False) -> ExportResult:
+    """Trace `model(*args)` and write it, optimized and memory-planned, to the `.dtm` file `f`."""
+    if opset not in SUPPORTED_OPSETS:
+        raise ExportError(f"opset {opset} is not supported; this dtorch {__version__} writes opset "
+                          f"{', '.join(map(str, SUPPORTED_OPSETS))}")
+    if not isinstance(f, (str, os.PathLike)):
+        raise ExportError(f"f must be a file path (str or os.PathLike), got {type(f).__name__}")
+    if not callable(model):
+        raise ExportError(f"model must be a dtorch.nn.Module (or a callable), got {type(model).__name__}")
+    path = Path(os.fspath(f))
+    inputs = _as_inputs(args)
+    in_names = _names(input_names, len(inputs), "input")
+    check_writable(path)
+    if output_names is not None and (isinstance(output_names, str) or not all(isinstance(s, str) for s in output_names)):
+        raise ExportError(f"output_names must be a list of non-empty strings, got {output_names!r}")
+    shapes: dict[str, tuple[int, ...]] = {n: tuple(x._data.shape) for n, x in zip(in_names, inputs)}
+    ta = trace_model(model, inputs)
+    out_names = _names(output_names, len(ta.outputs), "output")
+    if set(out_names) & set(in_names):
+        raise ExportError(f"input and output names must differ, both have {sorted(set(out_names) & set(in_names))}")
+    shapes.update({n: v.shape for n, v in zip(out_names, ta.outputs)})
+    axes = _axes(dynamic_axes, shapes)
+    ga = lower(ta)
+    if any(axes.get(n) for n in in_names):
+        _second_trace(model, inputs, in_names, axes, ga, out_names)
+    elif any(axes.values()):
+        raise ExportError("dynamic_axes marks only output dimensions as dynamic; mark the input dimensions they "
+                          "depend on (e.g. {'input': {0: 'batch'}}) too")
+    else:
+        assign_static_dims(ga)
+    nodes_traced = len(ga.nodes)
+    outs = {v.uid for v in ga.outputs}
+    traced_bytes = sum(o.nbytes for n in ga.nodes for o in n.outputs if o.data is None and o.uid not in outs)
+    stats = run_passes(ga)
+    spec, _ = _spec(ga, in_names, out_names, opset)
+    param_bytes = sum(int(t.data.nbytes) for t in spec.tensors if t.kind == "constant" and t.data is not None)
+    meta = [("dtorch_version", __version__), ("nodes_traced", str(nodes_traced)),
+            ("nodes_after_passes", str(len(ga.nodes)))]
+    meta += [(f"pass.{name}", f"{before}->{after}") for name, before, after in stats]
+    meta += [("sum_of_intermediates", str(spec.plan.sum_of_intermediates)), ("arena_size", str(spec.plan.arena_size)),
+             ("sum_of_intermediates_before_passes", str(traced_bytes)),
+             ("parameter_bytes", str(param_bytes))]
+    spec.metadata = meta
+    if bundle_example:
+        spec.test_inputs = [np.ascontiguousarray(x._data) for x in inputs]
+        spec.test_outputs = [np.ascontiguousarray(o) for o in ta.eager_outputs]
+    write_atomic(path, build_bytes(spec))
+    return ExportResult(path, nodes_traced, len(ga.nodes), stats, spec.plan.arena_size, spec.plan.sum_of_intermediates,
+                        param_bytes, spec.op_list, in_names, out_names)

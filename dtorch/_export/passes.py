@@ -1,0 +1,180 @@
+"""Graph passes run by `dt.export`, in this order, each recording the node count before and after:
+
+1. fold_constants: a node whose inputs are all constants (and whose result the trace computed with the eager
+   primitive) is replaced by its result, a new constant.
+2. remove_identities: `identity` nodes (copy, contiguous, dropout in eval, same-dtype casts) are dropped.
+3. fold_batch_norm: an inference batch_norm whose input comes from a conv2d/linear that has no other consumer
+   is folded into that node's weight and bias (new constants).
+4. fuse_activations: conv2d/conv_transpose2d/linear/add followed by its only consumer, an activation
+   (relu, relu6/hardtanh, leaky_relu, sigmoid, tanh, silu, hardswish, hardsigmoid, gelu), becomes one node
+   with the `activation` attribute.
+5. dead_code_elimination: nodes none of whose outputs reach a graph output are removed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+import numpy as np
+
+from .errors import ExportError
+from .graph import Graph, Node, constant
+from .lower import EXPORTABLE_OPS
+from .tracer import where
+
+__all__ = ["PASSES", "run_passes"]
+
+
+def fold_constants(g: Graph) -> None:
+    kept: list[Node] = []
+    for n in g.nodes:
+        if all(v is None or v.is_const for v in n.inputs) and all(o.data is not None for o in n.outputs):
+            for o in n.outputs:
+                o.kind = "constant"
+                o.data = np.ascontiguousarray(o.data)
+            continue
+        kept.append(n)
+    g.nodes = kept
+    for n in g.nodes:
+        if n.op.startswith("eager:"):  # pragma: no cover - lowering only emits these for constant inputs
+            raise ExportError(f"operator '{n.op[6:]}' at {where(n.name)} cannot be exported. Exportable operators: "
+                              f"{', '.join(EXPORTABLE_OPS)}")
+
+
+def remove_identities(g: Graph) -> None:
+    producers = g.producers()
+    outputs = {v.uid for v in g.outputs}
+    kept: list[Node] = []
+    for n in g.nodes:
+        if n.op != "identity":
+            kept.append(n)
+            continue
+        x, y = n.inputs[0], n.outputs[0]
+        assert x is not None
+        if y.uid not in outputs:
+            g.replace_uses(y, x)
+            continue
+        p = producers.get(x.uid)
+        if p is not None and x.uid not in outputs:
+            p.outputs = [y if o is x else o for o in p.outputs]
+            g.replace_uses(x, y)
+            producers[y.uid] = p
+            continue
+        n.op, n.attrs = "reshape", {"shape": [0] * len(x.shape)}  # a graph output that is an input/constant copy
+        kept.append(n)
+    g.nodes = kept
+
+
+def fold_batch_norm(g: Graph) -> None:
+    producers = g.producers()
+    consumers = g.consumers()
+    outputs = {v.uid for v in g.outputs}
+    removed: set[int] = set()
+    for bn in g.nodes:
+        if bn.op != "batch_norm":
+            continue
+        x = bn.inputs[0]
+        assert x is not None
+        p = producers.get(x.uid)
+        if p is None or p.op not in ("conv2d", "linear") or "activation" in p.attrs or x.uid in outputs:
+            continue
+        if [id(c) for c in consumers.get(x.uid, [])] != [id(bn)]:
+            continue
+        if p.op == "linear" and len(x.shape) != 2:
+            continue
+        w, b = p.inputs[1], p.inputs[2] if len(p.inputs) > 2 else None
+        params = [bn.inputs[1], bn.inputs[2], bn.inputs[3], bn.inputs[4]]
+        if w is None or not w.is_const or (b is not None and not b.is_const) or \
+                any(v is not None and not v.is_const for v in params):
+            continue
+        mean, var, gamma, beta = (None if v is None else v.data.astype(np.float64) for v in params)  # type: ignore[union-attr]
+        assert mean is not None and var is not None and w.data is not None
+        scale = 1.0 / np.sqrt(var + float(bn.attrs["eps"]))
+        if gamma is not None:
+            scale = scale * gamma
+        shift = -mean * scale
+        if beta is not None:
+            shift = shift + beta
+        bias = np.zeros_like(scale) if b is None or b.data is None else b.data.astype(np.float64)
+        wd = w.data.astype(np.float64) * scale.reshape((-1,) + (1,) * (w.data.ndim - 1))
+        tag = f"+{bn.name}" if bn.name else "+batch_norm"
+        new_w = constant(wd.astype(w.dtype), name=f"{w.name or 'weight'}{tag}")
+        bname = b.name if b is not None and b.name else f"{w.name or 'weight'}.bias"
+        new_b = constant((bias * scale + shift).astype(w.dtype), name=f"{bname}{tag}")
+        new_w.dims, new_b.dims = list(new_w.shape), list(new_b.shape)
+        p.inputs = [p.inputs[0], new_w, new_b]
+        p.outputs = [bn.outputs[0] if o is x else o for o in p.outputs]
+        producers[bn.outputs[0].uid] = p
+        removed.add(id(bn))
+    g.nodes = [n for n in g.nodes if id(n) not in removed]
+
+
+_FUSABLE = ("conv2d", "conv_transpose2d", "linear", "add")
+_SIMPLE_ACTS = ("relu", "sigmoid", "tanh", "silu", "hardswish", "hardsigmoid")
+
+
+def _activation(n: Node) -> dict[str, object] | None:
+    if n.op in _SIMPLE_ACTS:
+        return {"activation": n.op}
+    if n.op == "gelu":
+        return {"activation": "gelu_tanh" if n.attrs.get("approximate") == "tanh" else "gelu"}
+    if n.op == "hardtanh":
+        lo, hi = float(n.attrs["min_val"]), float(n.attrs["max_val"])
+        if (lo, hi) == (0.0, 6.0):
+            return {"activation": "relu6"}
+        return {"activation": "hardtanh", "min_val": lo, "max_val": hi}
+    if n.op == "leaky_relu":
+        return {"activation": "leaky_relu", "alpha": float(n.attrs["alpha"])}
+    return None
+
+
+def fuse_activations(g: Graph) -> None:
+    producers = g.producers()
+    consumers = g.consumers()
+    outputs = {v.uid for v in g.outputs}
+    removed: set[int] = set()
+    for act in g.nodes:
+        attrs = _activation(act)
+        x = act.inputs[0] if act.inputs else None
+        if attrs is None or x is None or x.uid in outputs:
+            continue
+        p = producers.get(x.uid)
+        if p is None or p.op not in _FUSABLE or "activation" in p.attrs or id(p) in removed:
+            continue
+        if [id(c) for c in consumers.get(x.uid, [])] != [id(act)] or act.inputs.count(x) != 1:
+            continue
+        p.attrs.update(attrs)
+        p.outputs = [act.outputs[0] if o is x else o for o in p.outputs]
+        producers[act.outputs[0].uid] = p
+        removed.add(id(act))
+    g.nodes = [n for n in g.nodes if id(n) not in removed]
+
+
+def dead_code_elimination(g: Graph) -> None:
+    live = {v.uid for v in g.outputs}
+    kept: list[Node] = []
+    for n in reversed(g.nodes):
+        if any(o.uid in live for o in n.outputs):
+            kept.append(n)
+            live.update(v.uid for v in n.inputs if v is not None)
+    g.nodes = kept[::-1]
+
+
+PASSES: list[tuple[str, Callable[[Graph], None]]] = [
+    ("fold_constants", fold_constants),
+    ("remove_identities", remove_identities),
+    ("fold_batch_norm", fold_batch_norm),
+    ("fuse_activations", fuse_activations),
+    ("dead_code_elimination", dead_code_elimination),
+]
+
+
+def run_passes(g: Graph) -> list[tuple[str, int, int]]:
+    """Run every pass in order; return (name, nodes before, nodes after) per pass."""
+    stats = []
+    for name, fn in PASSES:
+        before = len(g.nodes)
+        fn(g)
+        stats.append((name, before, len(g.nodes)))
+    return stats
+
