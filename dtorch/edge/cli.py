@@ -32,7 +32,8 @@ def main() -> None:
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def demo(out: Path, epochs: int, batch_size: int, lr: float, workers: int, seed: int, amp: str | None,
          json_out: Path | None, quiet: bool) -> None:
-    """Train SimpleNet on the bundled 8x8 digits (as 32x32 RGB images) and save the checkpoint."""
+    """Train SimpleNet on the bundled 8x8 digits (as 32x32 RGB images), save it, export it to .dtm and check the
+    C++ runtime against eager mode."""
     from .demo import DemoConfig, run_demo
 
     cfg = DemoConfig(out=out, epochs=epochs, batch_size=batch_size, lr=lr, workers=workers, seed=seed, amp=amp,
@@ -42,6 +43,15 @@ def demo(out: Path, epochs: int, batch_size: int, lr: float, workers: int, seed:
     click.echo(f"test accuracy: {res.test_accuracy:.2%} on {res.test_images} held-out images "
                f"({res.train_images} training images, {res.epochs} epochs, {res.seconds:.1f} s)")
     click.echo(f"checkpoint: {res.checkpoint}")
+    ex = res.export
+    if ex is not None:
+        click.echo(f"exported: {ex.path} ({ex.nodes_traced} nodes traced -> {ex.nodes_after_passes} after BatchNorm "
+                   f"folding and activation fusion; ops {', '.join(ex.op_list)}; {ex.parameter_bytes / 1024:.1f} KiB "
+                   f"of weights; arena {ex.arena_bytes / 1024:.1f} KiB vs {ex.sum_of_intermediates / 1024:.1f} KiB "
+                   f"of intermediates)")
+        click.echo(f"runtime parity (C++ InferenceSession vs eager, {res.test_images} test images): max abs error "
+                   f"{ex.max_abs_error:.2e}, predictions agree {ex.predictions_agree:.2%}, runtime accuracy "
+                   f"{ex.runtime_accuracy:.2%}")
     if json_out is not None:
         if str(json_out) == "-":
             click.echo(res.to_json())

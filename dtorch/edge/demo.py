@@ -37,6 +37,20 @@ class DemoConfig:
 
 
 @dataclass
+class ExportReport:
+    path: str
+    nodes_traced: int
+    nodes_after_passes: int
+    arena_bytes: int
+    sum_of_intermediates: int
+    parameter_bytes: int
+    op_list: list[str]
+    runtime_accuracy: float
+    max_abs_error: float
+    predictions_agree: float
+
+
+@dataclass
 class DemoResult:
     test_accuracy: float
     train_images: int
@@ -45,6 +59,7 @@ class DemoResult:
     seconds: float
     checkpoint: str
     history: list[dict[str, float]] = field(default_factory=list)
+    export: ExportReport | None = None
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -78,6 +93,35 @@ def evaluate(model: nn.Module, loader: DataLoader) -> float:
             correct += int((pred == labels).sum().item())
             total += labels.shape[0]
     return correct / max(total, 1)
+
+
+def export_and_check(model: nn.Module, loader: DataLoader, path: Path) -> ExportReport:
+    """Export the trained model to .dtm (dynamic batch, bundled test vector) and run the whole test set
+    through the C++ runtime: accuracy, max abs error vs eager, and how often the predictions agree."""
+    import numpy as np
+
+    import dtorch.runtime as rt
+
+    model.eval()
+    images, _ = next(iter(loader))
+    res = dt.export(model, images[:1], str(path), input_names=["input"], output_names=["logits"],
+                    dynamic_axes={"input": {0: "batch"}, "logits": {0: "batch"}}, bundle_example=True)
+    session = rt.InferenceSession(str(path))
+    correct = agree = total = 0
+    max_err = 0.0
+    with dt.no_grad():
+        for images, labels in loader:
+            eager = model(images).numpy()
+            got = session.run(None, {"input": images.numpy()})[0]
+            max_err = max(max_err, float(np.max(np.abs(got - eager))))
+            agree += int((got.argmax(1) == eager.argmax(1)).sum())
+            correct += int((got.argmax(1) == labels.numpy()).sum())
+            total += labels.shape[0]
+    return ExportReport(path=str(path), nodes_traced=res.nodes_traced, nodes_after_passes=res.nodes_after_passes,
+                        arena_bytes=res.arena_size, sum_of_intermediates=res.sum_of_intermediates,
+                        parameter_bytes=res.parameter_bytes, op_list=list(res.op_list),
+                        runtime_accuracy=correct / max(total, 1), max_abs_error=max_err,
+                        predictions_agree=agree / max(total, 1))
 
 
 def run_demo(cfg: DemoConfig, log: Callable[[str], Any] = print) -> DemoResult:
@@ -119,6 +163,8 @@ def run_demo(cfg: DemoConfig, log: Callable[[str], Any] = print) -> DemoResult:
         log(f"epoch {epoch + 1}/{cfg.epochs}: train loss {loss_sum / max(seen, 1):.4f}, test accuracy {acc:.2%}")
     ckpt = cfg.out / "simplenet.safetensors"
     dt.save(model.state_dict(), ckpt)
+    report = export_and_check(model, test_loader, cfg.out / "simplenet.dtm")
     return DemoResult(test_accuracy=history[-1]["test_accuracy"] if history else 0.0,
                       train_images=len(train_loader.dataset), test_images=len(test_loader.dataset),
-                      epochs=cfg.epochs, seconds=time.perf_counter() - t0, checkpoint=str(ckpt), history=history)
+                      epochs=cfg.epochs, seconds=time.perf_counter() - t0, checkpoint=str(ckpt), history=history,
+                      export=report)

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <type_traits>
 
 #include "dtorch/status.h"
 #include "dtorch/types.h"
@@ -42,7 +43,8 @@ struct KernelContext {
 // (e.g. "conv2d: input has 4 channels but the weight expects 3").
 using InferFn = Status (*)(const Attrs& attrs, const TensorView* inputs, int n_in, Shape* out_shapes, int n_out,
                            size_t* scratch_bytes);
-// run: compute. Inputs that are absent (optional, -1 in the file) have data == nullptr.
+// run: compute. Inputs that are absent (optional, -1 in the file) are a default TensorView (data == nullptr,
+// rank 0) in both infer and run.
 using RunFn = Status (*)(const KernelContext& ctx, const TensorView* inputs, int n_in, TensorView* outputs,
                          int n_out);
 
@@ -77,7 +79,8 @@ class ThreadPool {
 
   template <typename F>
   void parallel_for(int64_t n, F&& f) {
-    parallel_for(n, [](void* a, int64_t b, int64_t e) { (*static_cast<F*>(a))(b, e); }, &f);
+    using Fn = std::remove_reference_t<F>;
+    parallel_for(n, [](void* a, int64_t b, int64_t e) { (*static_cast<Fn*>(a))(b, e); }, &f);
   }
 
   struct Impl;

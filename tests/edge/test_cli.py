@@ -35,7 +35,8 @@ def test_bad_options_are_refused(args, needle):
 
 @pytest.mark.slow
 def test_demo_reaches_90_percent_and_same_seed_same_result(tmp_path):
-    """The console script itself, twice with one seed: >= 90% test accuracy, identical figures."""
+    """The console script itself, twice with one seed: >= 90% test accuracy, identical figures, and the exported
+    model gives the same predictions through the C++ runtime."""
     exe = [sys.executable, "-m", "dtorch.edge.cli"]
     results = []
     for run in range(2):
@@ -48,3 +49,8 @@ def test_demo_reaches_90_percent_and_same_seed_same_result(tmp_path):
         assert (out / "simplenet.safetensors").exists()
     assert results[0]["test_accuracy"] >= 0.90
     assert results[0]["history"] == results[1]["history"]
+    ex = results[0]["export"]
+    assert ex["nodes_after_passes"] < ex["nodes_traced"]
+    assert ex["predictions_agree"] == 1.0 and ex["runtime_accuracy"] == results[0]["test_accuracy"]
+    assert ex["max_abs_error"] < 1e-4
+    assert (tmp_path / "run0" / "simplenet.dtm").exists()

@@ -1,0 +1,201 @@
+"""dtorch's C++ runtime vs ONNX Runtime on the same models, side by side in one run.
+
+For each model, the dtorch model is exported with `dt.export`, and its PyTorch twin (the same class
+body built on torch.nn, weights copied) with `torch.onnx.export`. Measured (each in fresh processes
+where it matters):
+  - steady latency at batch 1 with 1 and 2 threads (median and p90 of in-process runs after warm-up);
+  - cold start: a fresh Python process that imports the runtime, loads the model and produces the
+    first output (wall time, median of several processes); plus dtorch-run (native, no Python);
+  - peak RSS of that cold-start process (ru_maxrss);
+  - installed size of each runtime (its shared library / package folder).
+Run: .venv/bin/python benchmarks/bench_runtime.py --write
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
+from results import write_section  # noqa: E402
+from zoo_twins import MODELS, build  # noqa: E402
+
+
+def _percentile(xs: list[float], q: float) -> float:
+    return float(np.percentile(np.asarray(xs), q))
+
+
+def export_pair(name: str, tmp: Path) -> tuple[Path, Path, np.ndarray]:
+    import torch
+
+    import dtorch as dt
+
+    dmodel, tmodel, shape = build(name)
+    x = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
+    dpath, opath = tmp / f"{name}.dtm", tmp / f"{name}.onnx"
+    dt.export(dmodel, dt.from_numpy(x), str(dpath), input_names=["input"], output_names=["output"],
+              dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}})
+    torch.onnx.export(tmodel, (torch.from_numpy(x),), str(opath), input_names=["input"], output_names=["output"],
+                      dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}}, dynamo=False)
+    np.save(tmp / f"{name}.npy", x)
+    return dpath, opath, x
+
+
+def steady(dpath: Path, opath: Path, x: np.ndarray, threads: int, iters: int) -> dict[str, float]:
+    import onnxruntime as ort
+
+    import dtorch.runtime as rt
+
+    ds = rt.InferenceSession(str(dpath), threads=threads)
+    so = ort.SessionOptions()
+    so.intra_op_num_threads = threads
+    so.inter_op_num_threads = 1
+    os_ = ort.InferenceSession(str(opath), so, providers=["CPUExecutionProvider"])
+    out = {}
+    for label, run in (("dtorch", lambda: ds.run(None, {"input": x})),
+                       ("onnxruntime", lambda: os_.run(None, {"input": x}))):
+        for _ in range(5):
+            run()
+        times = []
+        for _ in range(iters):
+            t0 = time.perf_counter()
+            run()
+            times.append((time.perf_counter() - t0) * 1e3)
+        out[f"{label}_p50"] = statistics.median(times)
+        out[f"{label}_p90"] = _percentile(times, 90)
+    d_out = ds.run(None, {"input": x})[0]
+    o_out = os_.run(None, {"input": x})[0]
+    out["max_abs_diff"] = float(np.max(np.abs(d_out - o_out)))
+    return out
+
+
+COLD_DTORCH = """
+import sys, time, resource, numpy as np
+t0 = time.perf_counter()
+import dtorch.runtime as rt
+s = rt.InferenceSession(sys.argv[1])
+y = s.run(None, {"input": np.load(sys.argv[2])})[0]
+print(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+COLD_ORT = """
+import sys, time, resource, numpy as np
+t0 = time.perf_counter()
+import onnxruntime as ort
+s = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
+y = s.run(None, {"input": np.load(sys.argv[2])})[0]
+print(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+def cold(script: str, model: Path, npy: Path, runs: int) -> tuple[float, float]:
+    """Median seconds from interpreter start of the measured part to first output, and median peak RSS (MB)."""
+    secs, rss = [], []
+    for _ in range(runs):
+        out = subprocess.run([sys.executable, "-c", script, str(model), str(npy)], check=True, capture_output=True,
+                             text=True).stdout.split()
+        secs.append(float(out[0]))
+        rss.append(float(out[1]) / 1024)
+    return statistics.median(secs), statistics.median(rss)
+
+
+def cold_native(model: Path, npy: Path, runs: int) -> tuple[float, float] | None:
+    exe = ROOT / "build" / "host" / "dtorch-run"
+    if not exe.exists():
+        return None
+    secs, rss = [], []
+    for _ in range(runs):
+        with tempfile.TemporaryDirectory() as d:
+            t0 = time.perf_counter()
+            proc = subprocess.run(["/usr/bin/time", "-f", "%M", str(exe), str(model), "--input", str(npy),
+                                   "--output", str(Path(d) / "y.npy")], capture_output=True, text=True)
+            secs.append(time.perf_counter() - t0)
+            if proc.returncode != 0:
+                raise RuntimeError(proc.stderr)
+            rss.append(float(proc.stderr.strip().splitlines()[-1]) / 1024)
+    return statistics.median(secs), statistics.median(rss)
+
+
+def installed_sizes() -> dict[str, int]:
+    import onnxruntime
+
+    import dtorch.runtime as rt
+
+    so = Path(rt._C.__file__)
+    ort_dir = Path(onnxruntime.__file__).parent
+    ort_bytes = sum(p.stat().st_size for p in ort_dir.rglob("*") if p.is_file())
+    out = {"dtorch_module": so.stat().st_size, "onnxruntime_package": ort_bytes}
+    exe = ROOT / "build" / "host" / "dtorch-run"
+    if exe.exists():
+        out["dtorch_run"] = exe.stat().st_size
+    return out
+
+
+def main() -> None:
+    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    p.add_argument("--models", default=",".join(MODELS))
+    p.add_argument("--iters", type=int, default=50)
+    p.add_argument("--cold-runs", type=int, default=5)
+    p.add_argument("--write", action="store_true")
+    p.add_argument("--json", type=Path, default=None)
+    args = p.parse_args()
+    rows, res = [], {}
+    with tempfile.TemporaryDirectory() as d:
+        tmp = Path(d)
+        for name in args.models.split(","):
+            dpath, opath, x = export_pair(name, tmp)
+            npy = tmp / f"{name}.npy"
+            r: dict[str, float] = {}
+            for th in (1, 2):
+                for k, v in steady(dpath, opath, x, th, args.iters).items():
+                    r[f"t{th}_{k}"] = v
+            r["cold_dtorch_s"], r["rss_dtorch_mb"] = cold(COLD_DTORCH, dpath, npy, args.cold_runs)
+            r["cold_ort_s"], r["rss_ort_mb"] = cold(COLD_ORT, opath, npy, args.cold_runs)
+            native = cold_native(dpath, npy, args.cold_runs)
+            if native:
+                r["cold_native_s"], r["rss_native_mb"] = native
+            res[name] = r
+            print(name, json.dumps({k: round(v, 4) for k, v in r.items()}), flush=True)
+            rows.append(
+                f"| {name} | {r['t1_dtorch_p50']:.2f} / {r['t1_onnxruntime_p50']:.2f} "
+                f"({r['t1_dtorch_p50'] / r['t1_onnxruntime_p50']:.2f}x) | {r['t2_dtorch_p50']:.2f} / "
+                f"{r['t2_onnxruntime_p50']:.2f} ({r['t2_dtorch_p50'] / r['t2_onnxruntime_p50']:.2f}x) | "
+                f"{r['cold_dtorch_s'] * 1e3:.0f} / {r['cold_ort_s'] * 1e3:.0f} | "
+                f"{r['rss_dtorch_mb']:.0f} / {r['rss_ort_mb']:.0f} | "
+                + (f"{r['cold_native_s'] * 1e3:.0f} ms, {r['rss_native_mb']:.1f} MB" if native else "n/a")
+                + f" | {r['t1_max_abs_diff']:.1e} |")
+    sizes = installed_sizes()
+    res["sizes"] = sizes
+    import onnxruntime
+
+    header = ("| model | latency ms, 1 thread: dtorch / ORT | 2 threads | cold start ms (Python process): dtorch / ORT "
+              "| peak RSS MB: dtorch / ORT | dtorch-run native cold start, RSS | max abs diff |\n"
+              "|---|---:|---:|---:|---:|---:|---:|")
+    size_line = ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in sizes.items())
+    env = (f"Batch 1, float32, median of {args.iters} runs after warm-up (p50). Cold start: a fresh Python process "
+           f"importing the runtime, loading the model and producing the first output (median of {args.cold_runs}). "
+           f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared VM). ONNX Runtime {onnxruntime.__version__} "
+           f"(CPUExecutionProvider, models from torch.onnx.export of the PyTorch twins). Installed size: {size_line}.")
+    table = header + "\n" + "\n".join(rows)
+    print(table)
+    print(env)
+    if args.json:
+        args.json.write_text(json.dumps(res, indent=2))
+    if args.write:
+        write_section("Host runtime vs ONNX Runtime (issue 3)", f"{env}\n\n{table}\n",
+                      command=".venv/bin/python benchmarks/bench_runtime.py --write")
+
+
+if __name__ == "__main__":
+    main()

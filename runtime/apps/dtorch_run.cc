@@ -1,0 +1,235 @@
+// dtorch-run: run a .dtm model on .npy files with the DTorch runtime.
+//
+//   dtorch-run model.dtm --input x.npy [--input y.npy] --output out.npy [--output ...] [--threads N]
+//   dtorch-run model.dtm --bench N [--input x.npy ...]     latency: min/median/p90/max in ms
+//   dtorch-run model.dtm --self-test                         run the bundled test vector: PASS/FAIL
+//   dtorch-run model.dtm --info                              versions, inputs/outputs, ops, memory
+//
+// Exit status: 0 ok, 1 for an error or a failed self-test, 2 for a usage error; every error is one line
+// on stderr.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "dtorch/runtime.h"
+#include "npy.h"
+
+using namespace dtorch;
+
+namespace {
+
+const char kUsage[] =
+    "usage: dtorch-run MODEL.dtm [--input X.npy]... [--output Y.npy]... [--threads N] [--bench N] [--self-test] "
+    "[--info]";
+
+int fail(const std::string& msg, int code = 1) {
+  std::string line = "dtorch-run: error: " + msg;
+  std::replace(line.begin(), line.end(), '\n', ' ');
+  std::fprintf(stderr, "%s\n", line.c_str());
+  return code;
+}
+
+std::string dims_str(const IOInfo& io) {
+  std::string s = "[";
+  for (size_t i = 0; i < io.dims.size(); ++i)
+    s += (i ? ", " : "") + (io.dims[i] < 0 ? io.dim_names[i] : std::to_string(io.dims[i]));
+  return s + "]";
+}
+
+std::string shape_str(const Shape& sh) {
+  std::string s = "[";
+  for (int i = 0; i < sh.ndim; ++i) s += (i ? ", " : "") + std::to_string(sh.dims[i]);
+  return s + "]";
+}
+
+bool parse_int(const char* s, int lo, int hi, int* out) {
+  char* end = nullptr;
+  const long v = std::strtol(s, &end, 10);
+  if (end == s || *end != '\0' || v < lo || v > hi) return false;
+  *out = static_cast<int>(v);
+  return true;
+}
+
+void print_info(const Session& s) {
+  const ModelInfo& i = s.info();
+  std::printf("format version: %u (this runtime reads %u; runtime %s)\n", i.format_version, kFormatVersion,
+              kRuntimeVersion);
+  std::printf("min runtime version: %u\n", i.min_runtime_version);
+  std::printf("producer: %s\n", i.producer.c_str());
+  std::printf("opset: %u\n", i.opset);
+  for (const IOInfo& io : s.inputs())
+    std::printf("input: %s %s %s\n", io.name.c_str(), dtype_name(io.dtype), dims_str(io).c_str());
+  for (const IOInfo& io : s.outputs())
+    std::printf("output: %s %s %s\n", io.name.c_str(), dtype_name(io.dtype), dims_str(io).c_str());
+  std::printf("nodes: %zu\n", i.num_nodes);
+  std::string ops;
+  for (const auto& o : i.op_list) ops += (ops.empty() ? "" : " ") + o;
+  std::printf("ops: %s\n", ops.c_str());
+  std::printf("arena bytes (planned at export): %llu\n", static_cast<unsigned long long>(i.arena_size));
+  std::printf("weights bytes: %llu\n", static_cast<unsigned long long>(i.weights_bytes));
+  std::printf("test vector: %s\n", i.has_test_vector ? "yes" : "no");
+  for (const auto& kv : i.metadata) std::printf("metadata: %s = %s\n", kv.first.c_str(), kv.second.c_str());
+}
+
+double to_double(const void* p, DType t, size_t i) {
+  switch (t) {
+    case DType::kFloat32: return static_cast<const float*>(p)[i];
+    case DType::kFloat64: return static_cast<const double*>(p)[i];
+    case DType::kInt64: return static_cast<double>(static_cast<const int64_t*>(p)[i]);
+    case DType::kInt32: return static_cast<const int32_t*>(p)[i];
+    case DType::kInt16: return static_cast<const int16_t*>(p)[i];
+    case DType::kInt8: return static_cast<const int8_t*>(p)[i];
+    case DType::kUInt8: return static_cast<const uint8_t*>(p)[i];
+    case DType::kBool: return static_cast<const uint8_t*>(p)[i];
+    default: return std::nan("");
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string model_path;
+  std::vector<std::string> input_paths, output_paths;
+  int threads = 1, bench = 0;
+  bool self_test = false, info = false;
+  for (int a = 1; a < argc; ++a) {
+    const std::string arg = argv[a];
+    auto value = [&](const char* flag) -> const char* {
+      if (a + 1 >= argc) return nullptr;
+      (void)flag;
+      return argv[++a];
+    };
+    if (arg == "--input" || arg == "--output" || arg == "--threads" || arg == "--bench") {
+      const char* v = value(arg.c_str());
+      if (v == nullptr) return fail(arg + " needs a value; " + kUsage, 2);
+      if (arg == "--input") input_paths.push_back(v);
+      else if (arg == "--output") output_paths.push_back(v);
+      else if (arg == "--threads" && !parse_int(v, 1, 1024, &threads))
+        return fail(std::string("--threads needs an integer in 1..1024, got '") + v + "'", 2);
+      else if (arg == "--bench" && !parse_int(v, 1, 100000000, &bench))
+        return fail(std::string("--bench needs a positive number of runs, got '") + v + "'", 2);
+    } else if (arg == "--self-test") {
+      self_test = true;
+    } else if (arg == "--info") {
+      info = true;
+    } else if (arg == "-h" || arg == "--help") {
+      std::printf("%s\n", kUsage);
+      return 0;
+    } else if (!arg.empty() && arg[0] == '-') {
+      return fail("unknown option '" + arg + "'; " + kUsage, 2);
+    } else if (model_path.empty()) {
+      model_path = arg;
+    } else {
+      return fail("more than one model given ('" + model_path + "' and '" + arg + "'); " + kUsage, 2);
+    }
+  }
+  if (model_path.empty()) return fail(std::string("no model given; ") + kUsage, 2);
+  if (!info && !self_test && bench == 0 && input_paths.empty())
+    return fail(std::string("nothing to do: give --input/--output, --bench N, --self-test or --info; ") + kUsage, 2);
+
+  SessionOptions options;
+  options.num_threads = threads;
+  std::unique_ptr<Session> session;
+  Status st = Session::Create(model_path, options, &session);
+  if (!st.ok()) return fail(st.message());
+  if (info) print_info(*session);
+
+  const size_t n_in = session->inputs().size(), n_out = session->outputs().size();
+  std::vector<npy::Array> arrays;
+  for (const std::string& p : input_paths) {
+    npy::Array a;
+    st = npy::load(p, &a);
+    if (!st.ok()) return fail(st.message());
+    arrays.push_back(a);
+  }
+  if (!input_paths.empty() && arrays.size() != n_in)
+    return fail("the model has " + std::to_string(n_in) + " input(s) but " + std::to_string(arrays.size()) +
+                " --input file(s) were given");
+  if (output_paths.size() > n_out)
+    return fail("the model has " + std::to_string(n_out) + " output(s) but " + std::to_string(output_paths.size()) +
+                " --output file(s) were given");
+  std::vector<TensorView> views;
+  for (const auto& a : arrays) views.push_back(a.view());
+
+  if (!views.empty()) {
+    st = session->Run(views.data(), views.size());
+    if (!st.ok()) return fail(st.message());
+    for (size_t k = 0; k < output_paths.size(); ++k) {
+      st = npy::save(output_paths[k], session->output(k));
+      if (!st.ok()) return fail(st.message());
+    }
+    if (output_paths.empty())
+      for (size_t k = 0; k < n_out; ++k)
+        std::printf("output %s: %s %s\n", session->outputs()[k].name.c_str(), dtype_name(session->output(k).dtype),
+                    shape_str(session->output(k).shape).c_str());
+  }
+
+  std::vector<std::vector<uint8_t>> tv_in, tv_out;
+  std::vector<Shape> tv_in_shapes, tv_out_shapes;
+  std::vector<TensorView> tv_views;
+  if (self_test || (bench > 0 && views.empty())) {
+    st = session->TestVector(&tv_in, &tv_in_shapes, &tv_out, &tv_out_shapes);
+    if (!st.ok()) return fail(bench > 0 && !self_test ? "--bench needs --input files (" + st.message() + ")" : st.message());
+    for (size_t k = 0; k < tv_in.size(); ++k) {
+      // Copy into aligned memory: kernels may rely on natural alignment.
+      npy::Array a = npy::make(session->inputs()[k].dtype, tv_in_shapes[k]);
+      if (!tv_in[k].empty()) std::memcpy(a.data.get(), tv_in[k].data(), std::min(tv_in[k].size(), a.nbytes()));
+      arrays.push_back(a);
+      tv_views.push_back(a.view());
+    }
+  }
+
+  if (self_test) {
+    st = session->Run(tv_views.data(), tv_views.size());
+    if (!st.ok()) return fail(st.message());
+    bool pass = true;
+    double worst = 0.0;
+    for (size_t k = 0; k < n_out; ++k) {
+      const TensorView got = session->output(k);
+      if (got.shape != tv_out_shapes[k]) {
+        std::printf("self-test FAIL: output '%s' has shape %s, expected %s\n", session->outputs()[k].name.c_str(),
+                    shape_str(got.shape).c_str(), shape_str(tv_out_shapes[k]).c_str());
+        return 1;
+      }
+      const size_t n = static_cast<size_t>(got.shape.numel());
+      double scale = 0.0, err = 0.0;
+      for (size_t i = 0; i < n; ++i) {
+        const double e = to_double(tv_out[k].data(), got.dtype, i), g = to_double(got.data, got.dtype, i);
+        scale = std::max(scale, std::fabs(e));
+        const double d = std::fabs(e - g);
+        err = std::isnan(d) ? INFINITY : std::max(err, d);
+      }
+      const bool is_float = got.dtype == DType::kFloat32 || got.dtype == DType::kFloat64;
+      const double tol = is_float ? 1e-5 * std::max(scale, 1e-30) : 0.0;
+      if (!(err <= tol)) pass = false;
+      worst = std::max(worst, err);
+    }
+    std::printf("self-test %s: max abs error %.3g\n", pass ? "PASS" : "FAIL", worst);
+    if (!pass) return 1;
+  }
+
+  if (bench > 0) {
+    const std::vector<TensorView>& bv = views.empty() ? tv_views : views;
+    st = session->Run(bv.data(), bv.size());  // warm-up (plans memory)
+    if (!st.ok()) return fail(st.message());
+    std::vector<double> ms(static_cast<size_t>(bench));
+    for (int r = 0; r < bench; ++r) {
+      const auto t0 = std::chrono::steady_clock::now();
+      st = session->Run(bv.data(), bv.size());
+      const auto t1 = std::chrono::steady_clock::now();
+      if (!st.ok()) return fail(st.message());
+      ms[static_cast<size_t>(r)] = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    }
+    std::sort(ms.begin(), ms.end());
+    auto pct = [&](double q) { return ms[static_cast<size_t>(q * static_cast<double>(ms.size() - 1) + 0.5)]; };
+    std::printf("bench: %d runs, threads %d: min %.3f ms, median %.3f ms, p90 %.3f ms, max %.3f ms\n", bench, threads,
+                ms.front(), pct(0.5), pct(0.9), ms.back());
+  }
+  return 0;
+}

@@ -1,0 +1,424 @@
+// Session: owns the model bytes (memory map, aligned copy, or a borrowed buffer), the validated model,
+// the thread pool, and the memory of the current plan. The first Run with a given set of input shapes
+// infers every shape, plans one arena (greedy-by-size, planner.h) and allocates the arena and the output
+// buffers; later Runs with the same shapes only bind the caller's input views and run the kernels,
+// allocating nothing.
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <new>
+#include <string>
+#include <vector>
+
+#if defined(__unix__) || defined(__APPLE__)
+#include <fcntl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#define DTORCH_HAVE_MMAP 1
+#else
+#include <cstdio>
+#endif
+
+#include "core/model.h"
+#include "core/planner.h"
+#include "dtm_generated.h"
+#include "dtorch/runtime.h"
+
+#ifndef DTORCH_VERIFY_PLAN
+#ifdef NDEBUG
+#define DTORCH_VERIFY_PLAN 0
+#else
+#define DTORCH_VERIFY_PLAN 1
+#endif
+#endif
+
+namespace dtorch {
+namespace {
+
+// A 64-byte aligned heap block (through the counted global operator new).
+struct AlignedBlock {
+  void* p = nullptr;
+  size_t n = 0;
+  AlignedBlock() = default;
+  AlignedBlock(const AlignedBlock&) = delete;
+  AlignedBlock& operator=(const AlignedBlock&) = delete;
+  ~AlignedBlock() { reset(); }
+  void reset() {
+    if (p != nullptr) ::operator delete(p, std::align_val_t(kArenaAlign));
+    p = nullptr;
+    n = 0;
+  }
+  bool allocate(size_t bytes) {
+    reset();
+    n = std::max<size_t>(bytes, kArenaAlign);
+    p = ::operator new(n, std::align_val_t(kArenaAlign), std::nothrow);
+    return p != nullptr;
+  }
+};
+
+bool is_unary_elementwise(const char* op) {
+  static const char* const kOps[] = {"relu",  "sigmoid", "tanh",       "silu",       "hardswish", "hardsigmoid",
+                                     "gelu",  "exp",     "log",        "sqrt",       "rsqrt",     "neg",
+                                     "abs",   "erf",     "sin",        "cos",        "reciprocal", "hardtanh",
+                                     "leaky_relu", "elu", "softplus",  "clamp"};
+  for (const char* o : kOps)
+    if (std::strcmp(o, op) == 0) return true;
+  return false;
+}
+
+bool is_binary_inplace(const char* op) {
+  return std::strcmp(op, "add") == 0 || std::strcmp(op, "sub") == 0 || std::strcmp(op, "mul") == 0 ||
+         std::strcmp(op, "div") == 0;
+}
+
+std::string shape_str(const Shape& s) {
+  std::string r = "[";
+  for (int i = 0; i < s.ndim; ++i) r += (i ? ", " : "") + std::to_string(s.dims[i]);
+  return r + "]";
+}
+
+std::string node_label(const NodeInfo& n) {
+  return "node '" + (n.name.empty() ? std::string(n.op) : n.name) + "' (" + n.op + ")";
+}
+
+}  // namespace
+
+struct Session::Impl {
+  // The model bytes.
+  const uint8_t* bytes = nullptr;
+  size_t size = 0;
+  AlignedBlock owned;
+#ifdef DTORCH_HAVE_MMAP
+  void* map = nullptr;
+  size_t map_size = 0;
+#endif
+  LoadedModel m;
+  ThreadPool* pool = nullptr;
+
+  // The current plan.
+  bool planned = false;
+  std::vector<Shape> planned_shapes;           // per model input
+  std::vector<TensorView> views;               // per tensor
+  std::vector<size_t> scratch_offset, scratch_bytes;  // per node
+  AlignedBlock arena;
+  size_t arena_size = 0;
+  std::vector<AlignedBlock> out_blocks;        // per model output
+  std::vector<TensorView> node_in, node_out;   // per-node argument arrays (sized once)
+
+  ~Impl() {
+    delete pool;
+#ifdef DTORCH_HAVE_MMAP
+    if (map != nullptr) munmap(map, map_size);
+#endif
+  }
+
+  Status check_inputs(const TensorView* in, size_t n) const;
+  Status plan(const TensorView* in);
+  Status execute(const TensorView* in);
+};
+
+Status Session::Impl::check_inputs(const TensorView* in, size_t n) const {
+  if (n != m.inputs.size())
+    return Status(StatusCode::kInvalidArgument, "the model has " + std::to_string(m.inputs.size()) +
+                                                    " input(s) but " + std::to_string(n) + " were given");
+  for (size_t i = 0; i < n; ++i) {
+    const IOInfo& io = m.input_info[i];
+    const TensorView& v = in[i];
+    if (v.dtype != io.dtype)
+      return Status(StatusCode::kInvalidArgument, "input '" + io.name + "' has dtype " + dtype_name(v.dtype) +
+                                                      " but the model expects " + dtype_name(io.dtype) +
+                                                      "; convert it first (e.g. .astype(numpy." +
+                                                      dtype_name(io.dtype) + "))");
+    if (v.shape.ndim != static_cast<int32_t>(io.dims.size()))
+      return Status(StatusCode::kInvalidArgument, "input '" + io.name + "' has " + std::to_string(v.shape.ndim) +
+                                                      " dimensions " + shape_str(v.shape) + " but the model expects " +
+                                                      std::to_string(io.dims.size()));
+    for (size_t d = 0; d < io.dims.size(); ++d) {
+      const int64_t got = v.shape.dims[d];
+      if (io.dims[d] >= 0 && got != io.dims[d])
+        return Status(StatusCode::kInvalidArgument,
+                      "input '" + io.name + "' dimension " + std::to_string(d) + ": expected size " +
+                          std::to_string(io.dims[d]) + " but got " + std::to_string(got) +
+                          "; this dimension is fixed in the model. To accept other sizes, export with dynamic_axes={'" +
+                          io.name + "': {" + std::to_string(d) + ": 'name'}}");
+      if (io.dims[d] < 0 && got < 1)
+        return Status(StatusCode::kInvalidArgument, "input '" + io.name + "' dimension " + std::to_string(d) +
+                                                        " (dynamic '" + io.dim_names[d] + "') must be >= 1, got " +
+                                                        std::to_string(got));
+    }
+    if (v.data == nullptr && v.shape.numel() > 0)
+      return Status(StatusCode::kInvalidArgument, "input '" + io.name + "' has no data (null pointer)");
+  }
+  return Status::Ok();
+}
+
+Status Session::Impl::plan(const TensorView* in) {
+  planned = false;
+  arena.reset();
+  const size_t nt = m.tensors.size(), nn = m.nodes.size();
+  views.assign(nt, TensorView());
+  for (size_t t = 0; t < nt; ++t) {
+    views[t].dtype = m.tensors[t].dtype;
+    if (m.tensors[t].role == TensorRole::kConstant) {
+      views[t].shape = m.tensors[t].file_shape;
+      views[t].data = const_cast<uint8_t*>(m.tensors[t].data);
+    }
+  }
+  for (size_t i = 0; i < m.inputs.size(); ++i) views[m.inputs[i]].shape = in[i].shape;
+
+  // Shapes, node by node.
+  scratch_bytes.assign(nn, 0);
+  scratch_offset.assign(nn, 0);
+  node_in.assign(static_cast<size_t>(std::max(1, m.max_node_inputs)), TensorView());
+  node_out.assign(static_cast<size_t>(std::max(1, m.max_node_outputs)), TensorView());
+  for (size_t i = 0; i < nn; ++i) {
+    const NodeInfo& n = m.nodes[i];
+    for (size_t k = 0; k < n.inputs.size(); ++k) node_in[k] = n.inputs[k] < 0 ? TensorView() : views[n.inputs[k]];
+    Shape out_shapes[kMaxNodeArity];
+    size_t scratch = 0;
+    Status st = n.kernel->infer(n.attrs, node_in.data(), static_cast<int>(n.inputs.size()), out_shapes,
+                                static_cast<int>(n.outputs.size()), &scratch);
+    if (!st.ok()) return Status(st.code(), node_label(n) + ": " + st.message());
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const Shape& s = out_shapes[k];
+      bool ok = s.ndim >= 0 && s.ndim <= kMaxDims;
+      for (int d = 0; ok && d < s.ndim; ++d) ok = s.dims[d] >= 0;
+      if (!ok) return Status(StatusCode::kInternal, node_label(n) + ": the kernel inferred an invalid shape");
+      const TensorInfo& ti = m.tensors[n.outputs[k]];
+      if (ti.role == TensorRole::kOutput && ti.file_shape.ndim != s.ndim)
+        return Status(StatusCode::kInvalidModel, node_label(n) + " produces output '" + ti.name + "' with shape " +
+                                                     shape_str(s) + " but the model file says rank " +
+                                                     std::to_string(ti.file_shape.ndim));
+      views[n.outputs[k]].shape = s;
+    }
+    scratch_bytes[i] = scratch;
+  }
+
+  // Buffers: one per intermediate tensor (merged for in-place ops) plus each node's scratch.
+  std::vector<int64_t> buffer_of(nt, -1);
+  std::vector<PlanBuffer> buffers;
+  for (size_t i = 0; i < nn; ++i) {
+    const NodeInfo& n = m.nodes[i];
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const int32_t t = n.outputs[k];
+      if (m.tensors[t].role != TensorRole::kIntermediate) continue;
+      const size_t bytes = views[t].nbytes();
+      const int last = std::max(static_cast<int>(i), m.tensors[t].last_use);
+      // In place: out shares the first input's buffer when that input dies here.
+      if (k == 0 && !n.inputs.empty() && n.inputs[0] >= 0) {
+        const int32_t src = n.inputs[0];
+        const bool candidate = is_unary_elementwise(n.op) ||
+                               (is_binary_inplace(n.op) && views[src].shape == views[t].shape);
+        if (candidate && m.tensors[src].role == TensorRole::kIntermediate && m.tensors[src].last_use == static_cast<int>(i) &&
+            buffer_of[src] >= 0 && views[src].nbytes() == bytes && views[src].dtype == views[t].dtype) {
+          PlanBuffer& b = buffers[static_cast<size_t>(buffer_of[src])];
+          b.last = std::max(b.last, last);
+          buffer_of[t] = buffer_of[src];
+          continue;
+        }
+      }
+      PlanBuffer b;
+      b.size = bytes;
+      b.first = static_cast<int>(i);
+      b.last = last;
+      b.id = t;
+      buffer_of[t] = static_cast<int64_t>(buffers.size());
+      buffers.push_back(b);
+    }
+  }
+  std::vector<int64_t> scratch_buffer(nn, -1);
+  for (size_t i = 0; i < nn; ++i) {
+    if (scratch_bytes[i] == 0) continue;
+    PlanBuffer b;
+    b.size = scratch_bytes[i];
+    b.first = b.last = static_cast<int>(i);
+    b.id = static_cast<int64_t>(nt + i);
+    scratch_buffer[i] = static_cast<int64_t>(buffers.size());
+    buffers.push_back(b);
+  }
+  arena_size = plan_greedy_by_size(&buffers);
+#if DTORCH_VERIFY_PLAN
+  if (!verify_plan(buffers, arena_size))
+    return Status(StatusCode::kInternal, "the memory plan has overlapping live buffers (a runtime bug)");
+#endif
+
+  // Memory.
+  if (!arena.allocate(arena_size))
+    return Status(StatusCode::kInvalidArgument, "cannot allocate the " + std::to_string(arena_size) +
+                                                    "-byte arena for these input shapes; use smaller inputs");
+  uint8_t* base = static_cast<uint8_t*>(arena.p);
+  for (size_t t = 0; t < nt; ++t)
+    if (buffer_of[t] >= 0) views[t].data = base + buffers[static_cast<size_t>(buffer_of[t])].offset;
+  for (size_t i = 0; i < nn; ++i)
+    if (scratch_buffer[i] >= 0) scratch_offset[i] = buffers[static_cast<size_t>(scratch_buffer[i])].offset;
+  out_blocks = std::vector<AlignedBlock>(m.outputs.size());
+  for (size_t k = 0; k < m.outputs.size(); ++k) {
+    const int32_t t = m.outputs[k];
+    if (!out_blocks[k].allocate(views[t].nbytes()))
+      return Status(StatusCode::kInvalidArgument, "cannot allocate " + std::to_string(views[t].nbytes()) +
+                                                      " bytes for output '" + m.tensors[t].name + "'");
+    if (m.tensors[t].producer >= 0) views[t].data = out_blocks[k].p;
+  }
+  planned_shapes.assign(m.inputs.size(), Shape());
+  for (size_t i = 0; i < m.inputs.size(); ++i) planned_shapes[i] = in[i].shape;
+  planned = true;
+  return Status::Ok();
+}
+
+Status Session::Impl::execute(const TensorView* in) {
+  for (size_t i = 0; i < m.inputs.size(); ++i) views[m.inputs[i]].data = in[i].data;
+  uint8_t* base = static_cast<uint8_t*>(arena.p);
+  for (size_t i = 0; i < m.nodes.size(); ++i) {
+    const NodeInfo& n = m.nodes[i];
+    for (size_t k = 0; k < n.inputs.size(); ++k) node_in[k] = n.inputs[k] < 0 ? TensorView() : views[n.inputs[k]];
+    for (size_t k = 0; k < n.outputs.size(); ++k) node_out[k] = views[n.outputs[k]];
+    KernelContext ctx;
+    ctx.attrs = &n.attrs;
+    ctx.pool = pool;
+    ctx.scratch = scratch_bytes[i] ? base + scratch_offset[i] : nullptr;
+    ctx.scratch_bytes = scratch_bytes[i];
+    Status st = n.kernel->run(ctx, node_in.data(), static_cast<int>(n.inputs.size()), node_out.data(),
+                              static_cast<int>(n.outputs.size()));
+    if (!st.ok()) return Status(st.code(), node_label(n) + ": " + st.message());
+  }
+  // Outputs that no node produces (a model input or constant passed through) are copied.
+  for (size_t k = 0; k < m.outputs.size(); ++k) {
+    const int32_t t = m.outputs[k];
+    if (m.tensors[t].producer < 0 && views[t].nbytes() > 0) std::memcpy(out_blocks[k].p, views[t].data, views[t].nbytes());
+  }
+  return Status::Ok();
+}
+
+// --- Session ------------------------------------------------------------------------------------
+
+Session::Session(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Session::~Session() = default;
+
+static Status finish_create(std::unique_ptr<Session::Impl> impl, const SessionOptions& options,
+                            std::unique_ptr<Session>* out, Session* (*make)(std::unique_ptr<Session::Impl>)) {
+  if (options.num_threads < 1 || options.num_threads > 1024)
+    return Status(StatusCode::kInvalidArgument,
+                  "num_threads must be between 1 and 1024, got " + std::to_string(options.num_threads));
+  DTORCH_RETURN_IF_ERROR(load_model(impl->bytes, impl->size, &impl->m));
+  impl->pool = new ThreadPool(options.num_threads);
+  out->reset(make(std::move(impl)));
+  return Status::Ok();
+}
+
+Status Session::Create(const std::string& path, const SessionOptions& options, std::unique_ptr<Session>* out) {
+  auto impl = std::make_unique<Impl>();
+#ifdef DTORCH_HAVE_MMAP
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return Status(StatusCode::kIOError, "cannot open model file '" + path + "': " + std::strerror(errno));
+  struct stat sb;
+  if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+    ::close(fd);
+    return Status(StatusCode::kIOError, "model path '" + path + "' is not a regular file");
+  }
+  const size_t size = static_cast<size_t>(sb.st_size);
+  if (size == 0) {
+    ::close(fd);
+    return Status(StatusCode::kInvalidModel, "invalid model file: '" + path + "' is empty");
+  }
+  void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
+  if (p != MAP_FAILED) {
+    impl->map = p;
+    impl->map_size = size;
+    impl->bytes = static_cast<const uint8_t*>(p);
+    impl->size = size;
+  } else {  // fall back to reading the file
+    if (!impl->owned.allocate(size)) {
+      ::close(fd);
+      return Status(StatusCode::kIOError, "cannot allocate " + std::to_string(size) + " bytes to read '" + path + "'");
+    }
+    size_t got = 0;
+    while (got < size) {
+      const ssize_t r = ::read(fd, static_cast<uint8_t*>(impl->owned.p) + got, size - got);
+      if (r <= 0) break;
+      got += static_cast<size_t>(r);
+    }
+    if (got != size) {
+      ::close(fd);
+      return Status(StatusCode::kIOError, "cannot read model file '" + path + "'");
+    }
+    impl->bytes = static_cast<const uint8_t*>(impl->owned.p);
+    impl->size = size;
+  }
+  ::close(fd);
+#else
+  std::FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return Status(StatusCode::kIOError, "cannot open model file '" + path + "'");
+  std::fseek(f, 0, SEEK_END);
+  const long len = std::ftell(f);
+  std::fseek(f, 0, SEEK_SET);
+  if (len <= 0 || !impl->owned.allocate(static_cast<size_t>(len)) ||
+      std::fread(impl->owned.p, 1, static_cast<size_t>(len), f) != static_cast<size_t>(len)) {
+    std::fclose(f);
+    return Status(StatusCode::kIOError, "cannot read model file '" + path + "'");
+  }
+  std::fclose(f);
+  impl->bytes = static_cast<const uint8_t*>(impl->owned.p);
+  impl->size = static_cast<size_t>(len);
+#endif
+  return finish_create(std::move(impl), options, out, [](std::unique_ptr<Impl> i) { return new Session(std::move(i)); });
+}
+
+Status Session::CreateFromBuffer(const void* data, size_t size, const SessionOptions& options,
+                                 std::unique_ptr<Session>* out) {
+  auto impl = std::make_unique<Impl>();
+  if (data == nullptr || size == 0)
+    return Status(StatusCode::kInvalidModel, "invalid model file: the buffer is empty");
+  if (reinterpret_cast<uintptr_t>(data) % kArenaAlign == 0) {
+    impl->bytes = static_cast<const uint8_t*>(data);
+  } else {  // weights must be 64-byte aligned: copy once
+    if (!impl->owned.allocate(size))
+      return Status(StatusCode::kIOError, "cannot allocate " + std::to_string(size) + " bytes for the model");
+    std::memcpy(impl->owned.p, data, size);
+    impl->bytes = static_cast<const uint8_t*>(impl->owned.p);
+  }
+  impl->size = size;
+  return finish_create(std::move(impl), options, out, [](std::unique_ptr<Impl> i) { return new Session(std::move(i)); });
+}
+
+const std::vector<IOInfo>& Session::inputs() const { return impl_->m.input_info; }
+const std::vector<IOInfo>& Session::outputs() const { return impl_->m.output_info; }
+const ModelInfo& Session::info() const { return impl_->m.info; }
+uint64_t Session::arena_bytes() const { return impl_->arena_size; }
+
+Status Session::Run(const TensorView* inputs, size_t num_inputs) {
+  Impl& s = *impl_;
+  DTORCH_RETURN_IF_ERROR(s.check_inputs(inputs, num_inputs));
+  bool same = s.planned;
+  for (size_t i = 0; same && i < num_inputs; ++i) same = s.planned_shapes[i] == inputs[i].shape;
+  if (!same) DTORCH_RETURN_IF_ERROR(s.plan(inputs));
+  return s.execute(inputs);
+}
+
+TensorView Session::output(size_t i) const {
+  const Impl& s = *impl_;
+  if (i >= s.m.outputs.size() || !s.planned) return TensorView();
+  TensorView v = s.views[s.m.outputs[i]];
+  v.data = s.out_blocks[i].p;
+  return v;
+}
+
+Status Session::TestVector(std::vector<std::vector<uint8_t>>* inputs, std::vector<Shape>* input_shapes,
+                           std::vector<std::vector<uint8_t>>* outputs, std::vector<Shape>* output_shapes) const {
+  const LoadedModel& m = impl_->m;
+  if (!m.has_test_vector)
+    return Status(StatusCode::kInvalidArgument,
+                  "the model has no bundled test vector; export with dt.export(..., bundle_example=True)");
+  const TestVectorRef& r = m.test_vector;
+  inputs->clear();
+  outputs->clear();
+  for (size_t k = 0; k < r.input_data.size(); ++k) inputs->emplace_back(r.input_data[k], r.input_data[k] + r.input_bytes[k]);
+  for (size_t k = 0; k < r.output_data.size(); ++k)
+    outputs->emplace_back(r.output_data[k], r.output_data[k] + r.output_bytes[k]);
+  *input_shapes = r.input_shapes;
+  *output_shapes = r.output_shapes;
+  return Status::Ok();
+}
+
+}  // namespace dtorch

@@ -1,0 +1,392 @@
+// The .dtm loader: verify the FlatBuffer, then check everything the verifier cannot (versions, indices,
+// segments, shapes, topological order, kernels) so that the executor can trust the model. Every check
+// fails with a Status that says what is wrong; nothing here reads outside the given bytes.
+#include <cstring>
+#include <string>
+
+#include "core/model.h"
+#include "dtm_generated.h"
+
+namespace dtorch {
+namespace {
+
+Status invalid(const std::string& msg) {
+  return Status(StatusCode::kInvalidModel, "invalid model file: " + msg + "; re-export the model with dtorch");
+}
+
+std::string tensor_label(const LoadedModel& m, int t) {
+  return "tensor " + std::to_string(t) + (m.tensors[t].name.empty() ? "" : " ('" + m.tensors[t].name + "')");
+}
+
+std::string node_label(const NodeInfo& n, int i) {
+  return "node " + std::to_string(i) + " ('" + std::string(n.op) + "'" + (n.name.empty() ? "" : ", " + n.name) + ")";
+}
+
+// Strict UTF-8 (no overlong forms, no surrogates), so names can become Python str.
+bool valid_utf8(const flatbuffers::String* str) {
+  if (str == nullptr) return true;
+  const auto* p = reinterpret_cast<const uint8_t*>(str->data());
+  const size_t n = str->size();
+  for (size_t i = 0; i < n;) {
+    const uint8_t c = p[i];
+    size_t len;
+    uint32_t cp;
+    if (c < 0x80) {
+      ++i;
+      continue;
+    } else if ((c & 0xE0) == 0xC0) {
+      len = 2;
+      cp = c & 0x1F;
+    } else if ((c & 0xF0) == 0xE0) {
+      len = 3;
+      cp = c & 0x0F;
+    } else if ((c & 0xF8) == 0xF0) {
+      len = 4;
+      cp = c & 0x07;
+    } else {
+      return false;
+    }
+    if (i + len > n) return false;
+    for (size_t k = 1; k < len; ++k) {
+      if ((p[i + k] & 0xC0) != 0x80) return false;
+      cp = (cp << 6) | (p[i + k] & 0x3F);
+    }
+    if ((len == 2 && cp < 0x80) || (len == 3 && cp < 0x800) || (len == 4 && (cp < 0x10000 || cp > 0x10FFFF)) ||
+        (cp >= 0xD800 && cp <= 0xDFFF))
+      return false;
+    i += len;
+  }
+  return true;
+}
+
+// Every string in the model is valid UTF-8.
+bool all_strings_utf8(const dtm::Model* model) {
+  if (!valid_utf8(model->producer())) return false;
+  if (const auto* ts = model->tensors())
+    for (flatbuffers::uoffset_t i = 0; i < ts->size(); ++i) {
+      if (!valid_utf8(ts->Get(i)->name())) return false;
+      if (const auto* sh = ts->Get(i)->shape())
+        for (flatbuffers::uoffset_t d = 0; d < sh->size(); ++d)
+          if (!valid_utf8(sh->Get(d)->name())) return false;
+    }
+  if (const auto* ns = model->nodes())
+    for (flatbuffers::uoffset_t i = 0; i < ns->size(); ++i) {
+      const dtm::Node* n = ns->Get(i);
+      if (!valid_utf8(n->op()) || !valid_utf8(n->name())) return false;
+      if (const auto* as = n->attrs())
+        for (flatbuffers::uoffset_t k = 0; k < as->size(); ++k)
+          if (!valid_utf8(as->Get(k)->name()) || !valid_utf8(as->Get(k)->s())) return false;
+    }
+  if (const auto* ol = model->op_list())
+    for (flatbuffers::uoffset_t i = 0; i < ol->size(); ++i)
+      if (!valid_utf8(ol->Get(i))) return false;
+  if (const auto* md = model->metadata())
+    for (flatbuffers::uoffset_t i = 0; i < md->size(); ++i)
+      if (!valid_utf8(md->Get(i)->key()) || !valid_utf8(md->Get(i)->value())) return false;
+  return true;
+}
+
+bool mul_overflow(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
+
+// Bytes of a fully static shape, or false on a dynamic dim / overflow.
+bool static_nbytes(const Shape& s, DType dt, uint64_t* out) {
+  uint64_t n = dtype_size(dt);
+  for (int i = 0; i < s.ndim; ++i) {
+    if (s.dims[i] < 0 || mul_overflow(n, static_cast<uint64_t>(s.dims[i]), &n)) return false;
+  }
+  *out = n;
+  return true;
+}
+
+Status read_shape(const flatbuffers::Vector<int64_t>* dims, const std::string& what, Shape* out) {
+  out->ndim = 0;
+  if (dims == nullptr) return Status::Ok();
+  if (dims->size() > static_cast<flatbuffers::uoffset_t>(kMaxDims))
+    return invalid(what + " has rank " + std::to_string(dims->size()) + " (at most " + std::to_string(kMaxDims) +
+                   " supported)");
+  out->ndim = static_cast<int32_t>(dims->size());
+  for (flatbuffers::uoffset_t i = 0; i < dims->size(); ++i) {
+    out->dims[i] = dims->Get(i);
+    if (out->dims[i] < 0) return invalid(what + " has a negative dimension");
+  }
+  return Status::Ok();
+}
+
+Status check_segment(const dtm::Model* model, int64_t seg, const std::string& what,
+                     uint64_t* offset, uint64_t* size) {
+  const auto* segs = model->segments();
+  if (segs == nullptr || seg < 0 || seg >= static_cast<int64_t>(segs->size()))
+    return invalid(what + " refers to segment " + std::to_string(seg) + ", which does not exist");
+  const dtm::Segment* s = segs->Get(static_cast<flatbuffers::uoffset_t>(seg));
+  *offset = s->offset();
+  *size = s->size();
+  return Status::Ok();
+}
+
+}  // namespace
+
+Status load_model(const uint8_t* data, size_t size, LoadedModel* out) {
+  LoadedModel& m = *out;
+  m = LoadedModel();
+  if (data == nullptr || size < 8)
+    return invalid("the file is " + std::to_string(size) + " bytes, too short to be a .dtm model (truncated?)");
+  if (size > kMaxFileSize) return invalid("the file is larger than 1 TiB");
+  if (!flatbuffers::BufferHasIdentifier(data, dtm::ModelIdentifier()))
+    return Status(StatusCode::kInvalidModel,
+                  "not a .dtm model: the file identifier is not \"DTM1\" (is this the right file? export one with "
+                  "dtorch.export)");
+  flatbuffers::Verifier verifier(data, size, /*max_depth=*/64, /*max_tables=*/4000000);
+  if (!dtm::VerifyModelBuffer(verifier))
+    return invalid("the FlatBuffer failed verification (the file is truncated or corrupt)");
+  const dtm::Model* model = dtm::GetModel(data);
+  m.model = model;
+
+  // Versions first: a newer file may mean things this runtime cannot check.
+  const uint32_t fv = model->format_version(), minv = model->min_runtime_version();
+  const std::string producer = model->producer() ? model->producer()->str() : "unknown producer";
+  if (fv == 0) return invalid("format_version is 0 (not set)");
+  if (fv > kFormatVersion)
+    return Status(StatusCode::kVersionMismatch,
+                  "the model file has format version " + std::to_string(fv) + " (written by " + producer +
+                      "), newer than this runtime's format version " + std::to_string(kFormatVersion) +
+                      " (dtorch runtime " + kRuntimeVersion + "); update the runtime or export with an older dtorch");
+  if (minv > kFormatVersion)
+    return Status(StatusCode::kVersionMismatch,
+                  "the model file needs runtime version >= " + std::to_string(minv) + " (written by " + producer +
+                      "), but this runtime is version " + std::to_string(kFormatVersion) + " (dtorch runtime " +
+                      kRuntimeVersion + "); update the runtime");
+
+  if (!all_strings_utf8(model)) return invalid("a name or string in the file is not valid UTF-8");
+
+  // Segments: inside the file, 64-byte aligned.
+  const auto* segs = model->segments();
+  if (segs != nullptr) {
+    for (flatbuffers::uoffset_t i = 0; i < segs->size(); ++i) {
+      const dtm::Segment* s = segs->Get(i);
+      uint64_t end = 0;
+      if (s->offset() % 64 != 0)
+        return invalid("segment " + std::to_string(i) + " starts at offset " + std::to_string(s->offset()) +
+                       ", not a multiple of 64");
+      if (__builtin_add_overflow(s->offset(), s->size(), &end) || end > size)
+        return invalid("segment " + std::to_string(i) + " [" + std::to_string(s->offset()) + ", +" +
+                       std::to_string(s->size()) + ") lies outside the file (" + std::to_string(size) +
+                       " bytes; truncated?)");
+    }
+  }
+
+  // Tensors.
+  const auto* tensors = model->tensors();
+  const size_t nt = tensors ? tensors->size() : 0;
+  if (nt > (size_t{1} << 24)) return invalid("too many tensors");
+  m.tensors.resize(nt);
+  for (size_t t = 0; t < nt; ++t) {
+    const dtm::Tensor* ft = tensors->Get(static_cast<flatbuffers::uoffset_t>(t));
+    TensorInfo& ti = m.tensors[t];
+    ti.name = ft->name() ? ft->name()->str() : "";
+    const int dt = static_cast<int>(ft->dtype());
+    if (dt < 0 || dt > static_cast<int>(DType::kBool))
+      return invalid(tensor_label(m, static_cast<int>(t)) + " has unknown dtype " + std::to_string(dt));
+    ti.dtype = static_cast<DType>(dt);
+    const int kind = static_cast<int>(ft->kind());
+    if (kind < dtm::TensorKind_MIN || kind > dtm::TensorKind_MAX)
+      return invalid(tensor_label(m, static_cast<int>(t)) + " has unknown kind " + std::to_string(kind));
+    const auto* shape = ft->shape();
+    if (shape != nullptr && shape->size() > static_cast<flatbuffers::uoffset_t>(kMaxDims))
+      return invalid(tensor_label(m, static_cast<int>(t)) + " has rank " + std::to_string(shape->size()) +
+                     " (at most " + std::to_string(kMaxDims) + " supported)");
+    ti.file_shape.ndim = shape ? static_cast<int32_t>(shape->size()) : 0;
+    for (int d = 0; d < ti.file_shape.ndim; ++d) {
+      const int64_t v = shape->Get(static_cast<flatbuffers::uoffset_t>(d))->size();
+      if (v < -1)
+        return invalid(tensor_label(m, static_cast<int>(t)) + " dimension " + std::to_string(d) + " has size " +
+                       std::to_string(v) + " (expected >= 0, or -1 for a dynamic dimension)");
+      ti.file_shape.dims[d] = v;
+    }
+    if (kind == dtm::TensorKind_constant) {
+      ti.role = TensorRole::kConstant;
+      uint64_t off = 0, bytes = 0, want = 0;
+      DTORCH_RETURN_IF_ERROR(check_segment(model, ft->segment(), tensor_label(m, static_cast<int>(t)), &off,
+                                           &bytes));
+      if (!static_nbytes(ti.file_shape, ti.dtype, &want))
+        return invalid("constant " + tensor_label(m, static_cast<int>(t)) + " has a dynamic or too large shape");
+      if (want != bytes)
+        return invalid("constant " + tensor_label(m, static_cast<int>(t)) + " needs " + std::to_string(want) +
+                       " bytes for its shape and dtype but its segment holds " + std::to_string(bytes));
+      ti.data = data + off;
+      ti.nbytes = static_cast<size_t>(bytes);
+      m.info.weights_bytes += bytes;
+    }
+  }
+
+  // Model inputs and outputs.
+  std::vector<uint8_t> defined(nt, 0);
+  std::vector<uint8_t> is_output(nt, 0);
+  const auto* fin = model->inputs();
+  const auto* fout = model->outputs();
+  if (fout == nullptr || fout->size() == 0) return invalid("the model has no outputs");
+  if (fin != nullptr) {
+    for (flatbuffers::uoffset_t i = 0; i < fin->size(); ++i) {
+      const int32_t t = fin->Get(i);
+      if (t < 0 || static_cast<size_t>(t) >= nt)
+        return invalid("model input " + std::to_string(i) + " refers to tensor " + std::to_string(t) + " of " +
+                       std::to_string(nt));
+      if (m.tensors[t].role != TensorRole::kIntermediate || defined[t])
+        return invalid("model input " + std::to_string(i) + " (" + tensor_label(m, t) +
+                       ") is listed twice or is a constant");
+      m.tensors[t].role = TensorRole::kInput;
+      defined[t] = 1;
+      m.inputs.push_back(t);
+    }
+  }
+  for (flatbuffers::uoffset_t i = 0; i < fout->size(); ++i) {
+    const int32_t t = fout->Get(i);
+    if (t < 0 || static_cast<size_t>(t) >= nt)
+      return invalid("model output " + std::to_string(i) + " refers to tensor " + std::to_string(t) + " of " +
+                     std::to_string(nt));
+    if (is_output[t]) return invalid("model output " + std::to_string(i) + " (" + tensor_label(m, t) + ") is listed twice");
+    is_output[t] = 1;
+    if (m.tensors[t].role == TensorRole::kIntermediate) m.tensors[t].role = TensorRole::kOutput;
+    m.outputs.push_back(t);
+  }
+  for (size_t t = 0; t < nt; ++t)
+    if (m.tensors[t].role == TensorRole::kConstant) defined[t] = 1;
+
+  // Nodes: indices in range, inputs defined before use, each tensor produced once, a kernel for each.
+  const auto* nodes = model->nodes();
+  const size_t nn = nodes ? nodes->size() : 0;
+  if (nn > (size_t{1} << 24)) return invalid("too many nodes");
+  m.nodes.resize(nn);
+  for (size_t i = 0; i < nn; ++i) {
+    const dtm::Node* fn = nodes->Get(static_cast<flatbuffers::uoffset_t>(i));
+    NodeInfo& n = m.nodes[i];
+    n.node = fn;
+    n.attrs = Attrs(fn);
+    n.op = fn->op()->c_str();
+    n.name = fn->name() ? fn->name()->str() : "";
+    const int ni = static_cast<int>(i);
+    const auto* ins = fn->inputs();
+    const auto* outs = fn->outputs();
+    if ((ins && ins->size() > static_cast<flatbuffers::uoffset_t>(kMaxNodeArity)) ||
+        (outs && outs->size() > static_cast<flatbuffers::uoffset_t>(kMaxNodeArity)))
+      return invalid(node_label(n, ni) + " has more than " + std::to_string(kMaxNodeArity) + " inputs or outputs");
+    if (outs == nullptr || outs->size() == 0) return invalid(node_label(n, ni) + " has no outputs");
+    int first_present = -1;
+    for (flatbuffers::uoffset_t k = 0; ins && k < ins->size(); ++k) {
+      const int32_t t = ins->Get(k);
+      if (t == -1) {
+        n.inputs.push_back(-1);
+        continue;
+      }
+      if (t < 0 || static_cast<size_t>(t) >= nt)
+        return invalid(node_label(n, ni) + " input " + std::to_string(k) + " refers to tensor " + std::to_string(t) +
+                       " of " + std::to_string(nt));
+      if (!defined[t])
+        return invalid(node_label(n, ni) + " reads " + tensor_label(m, t) +
+                       " before any node produces it (nodes must be in topological order)");
+      if (first_present < 0) first_present = t;
+      m.tensors[t].last_use = ni;
+      n.inputs.push_back(t);
+    }
+    for (flatbuffers::uoffset_t k = 0; k < outs->size(); ++k) {
+      const int32_t t = outs->Get(k);
+      if (t < 0 || static_cast<size_t>(t) >= nt)
+        return invalid(node_label(n, ni) + " output " + std::to_string(k) + " refers to tensor " + std::to_string(t) +
+                       " of " + std::to_string(nt));
+      if (defined[t])
+        return invalid(node_label(n, ni) + " writes " + tensor_label(m, t) +
+                       ", which is a model input, a constant or already produced by an earlier node");
+      defined[t] = 1;
+      m.tensors[t].producer = ni;
+      n.outputs.push_back(t);
+    }
+    const DType kdt = m.tensors[first_present >= 0 ? first_present : n.outputs[0]].dtype;
+    n.kernel = find_kernel(n.op, kdt);
+    if (n.kernel == nullptr)
+      return Status(StatusCode::kUnsupported, "model needs operator '" + std::string(n.op) + "' (" + dtype_name(kdt) +
+                                                  "), which this runtime was built without");
+    if (static_cast<int>(n.inputs.size()) > m.max_node_inputs) m.max_node_inputs = static_cast<int>(n.inputs.size());
+    if (static_cast<int>(n.outputs.size()) > m.max_node_outputs)
+      m.max_node_outputs = static_cast<int>(n.outputs.size());
+  }
+  for (int32_t t : m.outputs)
+    if (!defined[t]) return invalid("model output " + tensor_label(m, t) + " is never produced by any node");
+
+  // Public descriptions of inputs and outputs.
+  auto describe = [&](int32_t t) {
+    IOInfo io;
+    io.name = m.tensors[t].name;
+    io.dtype = m.tensors[t].dtype;
+    const auto* shape = tensors->Get(static_cast<flatbuffers::uoffset_t>(t))->shape();
+    for (int d = 0; d < m.tensors[t].file_shape.ndim; ++d) {
+      io.dims.push_back(m.tensors[t].file_shape.dims[d]);
+      const auto* nm = shape->Get(static_cast<flatbuffers::uoffset_t>(d))->name();
+      io.dim_names.push_back(io.dims.back() < 0 ? (nm && nm->size() ? nm->str() : io.name + "_dim" + std::to_string(d))
+                                                : "");
+    }
+    return io;
+  };
+  for (int32_t t : m.inputs) m.input_info.push_back(describe(t));
+  for (int32_t t : m.outputs) m.output_info.push_back(describe(t));
+
+  // Metadata.
+  ModelInfo& info = m.info;
+  info.format_version = fv;
+  info.min_runtime_version = minv;
+  info.opset = model->opset();
+  info.producer = model->producer() ? model->producer()->str() : "";
+  info.num_nodes = nn;
+  info.arena_size = model->plan() ? model->plan()->arena_size() : 0;
+  if (model->op_list() != nullptr) {
+    for (flatbuffers::uoffset_t i = 0; i < model->op_list()->size(); ++i)
+      info.op_list.push_back(model->op_list()->Get(i)->str());
+  } else {
+    for (const NodeInfo& n : m.nodes) {
+      const std::string key = std::string(n.op) + ":" + dtype_name(n.kernel->dtype);
+      bool seen = false;
+      for (const auto& s : info.op_list) seen = seen || s == key;
+      if (!seen) info.op_list.push_back(key);
+    }
+  }
+  if (model->metadata() != nullptr)
+    for (flatbuffers::uoffset_t i = 0; i < model->metadata()->size(); ++i) {
+      const dtm::KeyValue* kv = model->metadata()->Get(i);
+      info.metadata.emplace_back(kv->key()->str(), kv->value() ? kv->value()->str() : "");
+    }
+
+  // The bundled test vector.
+  const dtm::TestVector* tv = model->test_vector();
+  if (tv != nullptr) {
+    auto read_side = [&](const flatbuffers::Vector<int32_t>* segidx,
+                         const flatbuffers::Vector<flatbuffers::Offset<dtm::Shape>>* shapes,
+                         const std::vector<int32_t>& tensors_of, const char* side, std::vector<const uint8_t*>* datas,
+                         std::vector<size_t>* sizes, std::vector<Shape>* out_shapes) -> Status {
+      const size_t n = tensors_of.size();
+      if (segidx == nullptr || shapes == nullptr || segidx->size() != n || shapes->size() != n)
+        return invalid(std::string("the test vector needs one ") + side + " segment and shape per model " + side);
+      for (size_t k = 0; k < n; ++k) {
+        const std::string what = std::string("test vector ") + side + " " + std::to_string(k);
+        uint64_t off = 0, bytes = 0, want = 0;
+        DTORCH_RETURN_IF_ERROR(
+            check_segment(model, segidx->Get(static_cast<flatbuffers::uoffset_t>(k)), what, &off, &bytes));
+        Shape s;
+        DTORCH_RETURN_IF_ERROR(read_shape(shapes->Get(static_cast<flatbuffers::uoffset_t>(k))->dims(), what, &s));
+        if (!static_nbytes(s, m.tensors[tensors_of[k]].dtype, &want) || want != bytes)
+          return invalid(what + " has " + std::to_string(bytes) + " bytes, which does not match its shape");
+        datas->push_back(data + off);
+        sizes->push_back(static_cast<size_t>(bytes));
+        out_shapes->push_back(s);
+      }
+      return Status::Ok();
+    };
+    TestVectorRef& r = m.test_vector;
+    DTORCH_RETURN_IF_ERROR(read_side(tv->inputs(), tv->input_shapes(), m.inputs, "input", &r.input_data,
+                                     &r.input_bytes, &r.input_shapes));
+    DTORCH_RETURN_IF_ERROR(read_side(tv->outputs(), tv->output_shapes(), m.outputs, "output", &r.output_data,
+                                     &r.output_bytes, &r.output_shapes));
+    m.has_test_vector = true;
+  }
+  info.has_test_vector = m.has_test_vector;
+  return Status::Ok();
+}
+
+}  // namespace dtorch

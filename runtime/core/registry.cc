@@ -1,0 +1,65 @@
+// The kernel registry: a fixed-capacity table filled by DTORCH_REGISTER_KERNEL at static-initialization
+// time. The table is zero-initialized before any dynamic initializer runs, so registration order between
+// translation units does not matter, and nothing is allocated. Registering the same (op, dtype) twice,
+// or more than kMaxKernels kernels, is a build bug: the process stops at start-up with a message.
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+
+#include "core/kernel.h"
+
+namespace dtorch {
+namespace {
+
+constexpr size_t kMaxKernels = 1024;
+
+struct Registry {
+  KernelDef defs[kMaxKernels];
+  const KernelDef* ptrs[kMaxKernels];
+  size_t count;
+};
+
+Registry& registry() {
+  static Registry r;  // constant-initialized (zeroes): safe to use from any static initializer
+  return r;
+}
+
+}  // namespace
+
+bool register_kernel(const KernelDef& def) {
+  Registry& r = registry();
+  if (def.op == nullptr || def.infer == nullptr || def.run == nullptr) {
+    std::fprintf(stderr, "dtorch: kernel registration with a null op name or function\n");
+    std::abort();
+  }
+  if (find_kernel(def.op, def.dtype) != nullptr) {
+    std::fprintf(stderr, "dtorch: kernel '%s' (%s) is registered twice; each (op, dtype) needs exactly one kernel\n",
+                 def.op, dtype_name(def.dtype));
+    std::abort();
+  }
+  if (r.count >= kMaxKernels) {
+    std::fprintf(stderr, "dtorch: more than %zu kernels registered; raise kMaxKernels in runtime/core/registry.cc\n",
+                 kMaxKernels);
+    std::abort();
+  }
+  r.defs[r.count] = def;
+  r.ptrs[r.count] = &r.defs[r.count];
+  ++r.count;
+  return true;
+}
+
+const KernelDef* find_kernel(const char* op, DType dtype) {
+  if (op == nullptr) return nullptr;
+  const Registry& r = registry();
+  for (size_t i = 0; i < r.count; ++i)
+    if (r.defs[i].dtype == dtype && std::strcmp(r.defs[i].op, op) == 0) return &r.defs[i];
+  return nullptr;
+}
+
+size_t registered_kernels(const KernelDef* const** defs) {
+  const Registry& r = registry();
+  if (defs != nullptr) *defs = r.ptrs;
+  return r.count;
+}
+
+}  // namespace dtorch

@@ -1,0 +1,148 @@
+// NumPy broadcasting for the binary elementwise kernels (add, sub, mul, div, pow, maximum, minimum):
+// the output shape rule, a plan of per-operand strides with size-1 dimensions dropped and contiguous
+// dimensions merged, and the loop that applies a scalar function over the plan.
+//
+// Aliasing: the output may be the same memory as input a (in place) when a has the output's shape; each
+// output element is written after the inputs it depends on are read, so that is safe.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/util.h"
+
+namespace dtorch {
+namespace kernels {
+
+// out = broadcast(a, b) with NumPy's rule (align on the right; each pair equal or one of them 1).
+inline Status broadcast_shape(const char* op, const Shape& a, const Shape& b, Shape* out) {
+  const int nd = a.ndim > b.ndim ? a.ndim : b.ndim;
+  Shape s;
+  s.ndim = nd;
+  for (int i = 0; i < nd; ++i) {
+    const int ia = i - (nd - a.ndim), ib = i - (nd - b.ndim);
+    const int64_t da = ia >= 0 ? a.dims[ia] : 1, db = ib >= 0 ? b.dims[ib] : 1;
+    if (da != db && da != 1 && db != 1)
+      return op_error(StatusCode::kInvalidArgument, op,
+                      "shapes %s and %s cannot be broadcast together (dimension %d: %lld vs %lld)",
+                      shape_str(a).c_str(), shape_str(b).c_str(), i, static_cast<long long>(da),
+                      static_cast<long long>(db));
+    s.dims[i] = da == 1 ? db : da;
+  }
+  *out = s;
+  return Status::Ok();
+}
+
+struct BroadcastPlan {
+  int ndim = 0;                 // after dropping size-1 dims and merging; 0 means one element
+  int64_t dims[kMaxDims] = {};
+  int64_t sa[kMaxDims] = {};    // element strides of a (0 where a is broadcast)
+  int64_t sb[kMaxDims] = {};
+  int64_t rows = 1;             // product of all dims but the last
+  int64_t cols = 1;             // the last dim
+};
+
+inline BroadcastPlan make_broadcast_plan(const Shape& a, const Shape& b, const Shape& out) {
+  BroadcastPlan p;
+  int64_t sa_full[kMaxDims], sb_full[kMaxDims];
+  // strides of a and b aligned to out
+  {
+    int64_t st = 1;
+    for (int i = out.ndim - 1; i >= 0; --i) {
+      const int ia = i - (out.ndim - a.ndim);
+      const int64_t d = ia >= 0 ? a.dims[ia] : 1;
+      sa_full[i] = (d == 1) ? 0 : st;
+      st *= d;
+    }
+    st = 1;
+    for (int i = out.ndim - 1; i >= 0; --i) {
+      const int ib = i - (out.ndim - b.ndim);
+      const int64_t d = ib >= 0 ? b.dims[ib] : 1;
+      sb_full[i] = (d == 1) ? 0 : st;
+      st *= d;
+    }
+  }
+  int n = 0;
+  for (int i = 0; i < out.ndim; ++i) {
+    if (out.dims[i] == 1) continue;
+    if (n > 0 && p.sa[n - 1] == sa_full[i] * out.dims[i] && p.sb[n - 1] == sb_full[i] * out.dims[i]) {
+      // merge with the previous kept dim
+      p.dims[n - 1] *= out.dims[i];
+      p.sa[n - 1] = sa_full[i];
+      p.sb[n - 1] = sb_full[i];
+      continue;
+    }
+    p.dims[n] = out.dims[i];
+    p.sa[n] = sa_full[i];
+    p.sb[n] = sb_full[i];
+    ++n;
+  }
+  p.ndim = n;
+  p.cols = n > 0 ? p.dims[n - 1] : 1;
+  p.rows = 1;
+  for (int i = 0; i + 1 < n; ++i) p.rows *= p.dims[i];
+  return p;
+}
+
+// o[...] = f(a[...], b[...]) for the plan's rows [r0, r1).
+template <typename F>
+inline void broadcast_rows(const BroadcastPlan& p, const float* a, const float* b, float* o, int64_t r0, int64_t r1,
+                           F f) {
+  const int64_t cols = p.cols;
+  const int64_t ca = p.ndim > 0 ? p.sa[p.ndim - 1] : 0, cb = p.ndim > 0 ? p.sb[p.ndim - 1] : 0;
+  for (int64_t r = r0; r < r1; ++r) {
+    // offsets of row r in a and b
+    int64_t oa = 0, ob = 0, rem = r;
+    for (int d = p.ndim - 2; d >= 0; --d) {
+      const int64_t idx = rem % p.dims[d];
+      rem /= p.dims[d];
+      oa += idx * p.sa[d];
+      ob += idx * p.sb[d];
+    }
+    const float* ar = a + oa;
+    const float* br = b + ob;
+    float* orow = o + r * cols;
+    if (ca == 1 && cb == 1) {
+      for (int64_t j = 0; j < cols; ++j) orow[j] = f(ar[j], br[j]);
+    } else if (ca == 1) {
+      const float bv = br[0];
+      for (int64_t j = 0; j < cols; ++j) orow[j] = f(ar[j], bv);
+    } else if (cb == 1) {
+      const float av = ar[0];
+      for (int64_t j = 0; j < cols; ++j) orow[j] = f(av, br[j]);
+    } else {
+      const float v = f(ar[0], br[0]);
+      for (int64_t j = 0; j < cols; ++j) orow[j] = v;
+    }
+  }
+}
+
+// Checks and output shape shared by every binary elementwise kernel's infer.
+inline Status binary_infer(const char* op, const TensorView* in, int n_in, Shape* out, int n_out) {
+  DTORCH_RETURN_IF_ERROR(check_num_inputs(op, n_in, 2, 2));
+  DTORCH_RETURN_IF_ERROR(check_num_outputs(op, n_out, 1));
+  DTORCH_RETURN_IF_ERROR(check_dtype(op, "input a", in[0], DType::kFloat32));
+  DTORCH_RETURN_IF_ERROR(check_dtype(op, "input b", in[1], DType::kFloat32));
+  return broadcast_shape(op, in[0].shape, in[1].shape, &out[0]);
+}
+
+// Runs o = f(a, b) with broadcasting, split over the pool by rows (each element computed once).
+template <typename F>
+inline Status binary_run(const char* op, const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out,
+                         int n_out, F f) {
+  Shape expect;
+  DTORCH_RETURN_IF_ERROR(binary_infer(op, in, n_in, &expect, n_out));
+  if (out[0].shape != expect)
+    return op_error(StatusCode::kInternal, op, "output has shape %s, expected %s", shape_str(out[0].shape).c_str(),
+                    shape_str(expect).c_str());
+  const BroadcastPlan p = make_broadcast_plan(in[0].shape, in[1].shape, out[0].shape);
+  const float* a = in[0].as<const float>();
+  const float* b = in[1].as<const float>();
+  float* o = out[0].as<float>();
+  if (out[0].shape.numel() == 0) return Status::Ok();
+  const int64_t grain = p.cols >= 4096 ? 1 : ceil_div(4096, p.cols);
+  parallel_chunks(ctx.pool, p.rows, grain, [&](int64_t r0, int64_t r1) { broadcast_rows(p, a, b, o, r0, r1, f); });
+  return Status::Ok();
+}
+
+}  // namespace kernels
+}  // namespace dtorch

@@ -1,0 +1,50 @@
+// Shared geometry of the windowed 2-D pools (max_pool2d, avg_pool2d) and the adaptive pools, following
+// dtorch/nn/ops/pooling.py (PyTorch's rules).
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/util.h"
+
+namespace dtorch {
+namespace kernels {
+
+// PyTorch's pooling output size: floor or ceil of the span over the stride; a ceil-mode window must
+// start inside the input or the left padding.
+inline int64_t pool_out_size(int64_t size, int64_t k, int64_t s, int64_t p, int64_t d, bool ceil_mode) {
+  const int64_t span = size + 2 * p - d * (k - 1) - 1 + (ceil_mode ? s - 1 : 0);
+  int64_t out = floor_div(span, s) + 1;
+  if (ceil_mode && (out - 1) * s >= size + p) --out;
+  return out;
+}
+
+// Adaptive window i of `out` over `size`: [floor(i * size / out), ceil((i + 1) * size / out)).
+inline void adaptive_window(int64_t i, int64_t size, int64_t out, int64_t* start, int64_t* end) {
+  *start = (i * size) / out;
+  *end = ((i + 1) * size + out - 1) / out;
+}
+
+// Checks and output shape of the adaptive pools: x (N, C, H, W), output_size is[2].
+inline Status adaptive_infer(const char* op, const Attrs& attrs, const TensorView* in, int n_in, Shape* out,
+                             int n_out, int64_t* oh, int64_t* ow) {
+  DTORCH_RETURN_IF_ERROR(check_num_inputs(op, n_in, 1, 1));
+  DTORCH_RETURN_IF_ERROR(check_num_outputs(op, n_out, 1));
+  DTORCH_RETURN_IF_ERROR(check_dtype(op, "input", in[0], DType::kFloat32));
+  DTORCH_RETURN_IF_ERROR(check_rank(op, "input (N, C, H, W)", in[0], 4));
+  int64_t size[2];
+  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "output_size", 2, size, nullptr));
+  if (size[0] < 1 || size[1] < 1)
+    return op_error(StatusCode::kInvalidModel, op, "output_size must be >= 1, got %s", ints_str(size, 2).c_str());
+  if (in[0].shape.dims[2] < 1 || in[0].shape.dims[3] < 1)
+    return op_error(StatusCode::kInvalidArgument, op, "input %s has an empty spatial size",
+                    shape_str(in[0].shape).c_str());
+  *oh = size[0];
+  *ow = size[1];
+  out[0] = in[0].shape;
+  out[0].dims[2] = size[0];
+  out[0].dims[3] = size[1];
+  return Status::Ok();
+}
+
+}  // namespace kernels
+}  // namespace dtorch

@@ -1,0 +1,184 @@
+// Shared helpers for kernels: error messages that name the operator, input/attribute checks, shape
+// helpers. Everything here is header-only. Only the error paths allocate (the message string); a check
+// that passes allocates nothing, so these helpers are safe to call from a kernel's run function.
+#pragma once
+
+#include <cstdarg>
+#include <cstdint>
+#include <cstdio>
+#include <string>
+#include <utility>
+
+#include "core/kernel.h"
+
+namespace dtorch {
+namespace kernels {
+
+#if defined(__GNUC__)
+#define DTORCH_PRINTF_LIKE(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
+#else
+#define DTORCH_PRINTF_LIKE(fmt_index, first_arg)
+#endif
+
+// "<op>: <formatted message>" with the given code.
+inline Status op_error(StatusCode code, const char* op, const char* fmt, ...) DTORCH_PRINTF_LIKE(3, 4);
+inline Status op_error(StatusCode code, const char* op, const char* fmt, ...) {
+  char buf[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(buf, sizeof(buf), fmt, ap);
+  va_end(ap);
+  std::string msg(op);
+  msg += ": ";
+  msg += buf;
+  return Status(code, msg);
+}
+
+// "[1, 3, 224, 224]" (error paths only).
+inline std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  for (int i = 0; i < s.ndim; ++i) {
+    if (i) out += ", ";
+    out += std::to_string(static_cast<long long>(s.dims[i]));
+  }
+  out += "]";
+  return out;
+}
+
+inline std::string ints_str(const int64_t* v, int n) {
+  std::string out = "[";
+  for (int i = 0; i < n; ++i) {
+    if (i) out += ", ";
+    out += std::to_string(static_cast<long long>(v[i]));
+  }
+  out += "]";
+  return out;
+}
+
+inline Status check_num_inputs(const char* op, int n_in, int lo, int hi) {
+  if (n_in < lo || n_in > hi) {
+    if (lo == hi) return op_error(StatusCode::kInvalidModel, op, "expects %d input(s), got %d", lo, n_in);
+    return op_error(StatusCode::kInvalidModel, op, "expects %d to %d inputs, got %d", lo, hi, n_in);
+  }
+  return Status::Ok();
+}
+
+inline Status check_num_outputs(const char* op, int n_out, int expected) {
+  if (n_out != expected)
+    return op_error(StatusCode::kInvalidModel, op, "expects %d output(s), got %d", expected, n_out);
+  return Status::Ok();
+}
+
+// The input is present (not an absent optional input, -1 in the file) and has the given dtype.
+inline Status check_dtype(const char* op, const char* what, const TensorView& t, DType want) {
+  if (t.dtype != want)
+    return op_error(StatusCode::kInvalidArgument, op, "%s must be %s, got %s", what, dtype_name(want),
+                    dtype_name(t.dtype));
+  return Status::Ok();
+}
+
+inline Status check_rank(const char* op, const char* what, const TensorView& t, int rank) {
+  if (t.shape.ndim != rank)
+    return op_error(StatusCode::kInvalidArgument, op, "%s must have %d dimensions, got shape %s", what, rank,
+                    shape_str(t.shape).c_str());
+  return Status::Ok();
+}
+
+// An optional 1-D per-channel tensor (weight, bias, mean, ...): absent, or float32 of shape (n).
+// Infer passes views whose data may be null; `present` tells whether the input exists at all.
+inline Status check_vector(const char* op, const char* what, const TensorView& t, int64_t n) {
+  DTORCH_RETURN_IF_ERROR(check_dtype(op, what, t, DType::kFloat32));
+  if (t.shape.ndim != 1 || t.shape.dims[0] != n)
+    return op_error(StatusCode::kInvalidArgument, op, "%s must have shape [%lld], got %s", what,
+                    static_cast<long long>(n), shape_str(t.shape).c_str());
+  return Status::Ok();
+}
+
+// Whether optional input `i` is present. Convention with the executor: an absent optional input (-1 in
+// the file) is passed as a default TensorView (data == nullptr, ndim == 0) to both infer and run. Every
+// optional input of the catalogue has rank >= 1 when present, so the two cannot be confused.
+inline bool optional_present(const TensorView* inputs, int n_in, int i) {
+  return i < n_in && (inputs[i].data != nullptr || inputs[i].shape.ndim > 0);
+}
+
+// Reads an ints attribute that must have exactly `count` values; `fallback` (count values) when absent,
+// or an error when fallback is null (a required attribute).
+inline Status get_ints_exact(const char* op, const Attrs& attrs, const char* name, int count, int64_t* out,
+                             const int64_t* fallback) {
+  int64_t tmp[kMaxDims * 2];
+  const int n = attrs.get_ints(name, tmp, kMaxDims * 2);
+  if (n < 0) {
+    if (fallback == nullptr)
+      return op_error(StatusCode::kInvalidModel, op, "missing required attribute '%s' (%d ints)", name, count);
+    for (int i = 0; i < count; ++i) out[i] = fallback[i];
+    return Status::Ok();
+  }
+  if (n != count)
+    return op_error(StatusCode::kInvalidModel, op, "attribute '%s' must have %d values, got %d", name, count, n);
+  for (int i = 0; i < count; ++i) out[i] = tmp[i];
+  return Status::Ok();
+}
+
+// Reads an ints attribute of at most `cap` values; *count = how many (error when absent and required).
+inline Status get_ints_list(const char* op, const Attrs& attrs, const char* name, int cap, int64_t* out, int* count,
+                            bool required) {
+  const int n = attrs.get_ints(name, out, cap);
+  if (n < 0) {
+    if (required) return op_error(StatusCode::kInvalidModel, op, "missing required attribute '%s'", name);
+    *count = 0;
+    return Status::Ok();
+  }
+  if (n > cap)
+    return op_error(StatusCode::kInvalidModel, op, "attribute '%s' has %d values, at most %d are supported", name, n,
+                    cap);
+  *count = n;
+  return Status::Ok();
+}
+
+// A dimension index that may be negative (Python style) -> [0, ndim); error when out of range.
+inline Status normalize_axis(const char* op, const char* what, int64_t axis, int ndim, int* out) {
+  const int64_t n = ndim > 0 ? ndim : 1;
+  if (axis < -n || axis >= n)
+    return op_error(StatusCode::kInvalidArgument, op, "%s %lld is out of range for a tensor with %d dimensions",
+                    what, static_cast<long long>(axis), ndim);
+  *out = static_cast<int>(axis < 0 ? axis + n : axis);
+  return Status::Ok();
+}
+
+// Row-major strides (in elements) of a shape.
+inline void contiguous_strides(const Shape& s, int64_t* strides) {
+  int64_t st = 1;
+  for (int i = s.ndim - 1; i >= 0; --i) {
+    strides[i] = st;
+    st *= s.dims[i];
+  }
+}
+
+inline int64_t ceil_div(int64_t a, int64_t b) { return (a + b - 1) / b; }
+
+// Floor division for possibly negative numerators (b > 0).
+inline int64_t floor_div(int64_t a, int64_t b) {
+  const int64_t q = a / b;
+  return (a % b != 0 && a < 0) ? q - 1 : q;
+}
+
+// Splits [0, n) over the pool in chunks of `grain` items (whole chunks per thread). Each index is
+// handled exactly once and every output it writes is computed the same way whatever the thread count.
+template <typename F>
+void parallel_chunks(ThreadPool* pool, int64_t n, int64_t grain, F&& fn) {
+  if (n <= 0) return;
+  const int64_t chunks = ceil_div(n, grain);
+  if (pool == nullptr || pool->size() <= 1 || chunks <= 1) {
+    fn(int64_t{0}, n);
+    return;
+  }
+  auto body = [&](int64_t cb, int64_t ce) {
+    const int64_t b = cb * grain;
+    const int64_t e = ce * grain < n ? ce * grain : n;
+    if (b < e) fn(b, e);
+  };
+  pool->parallel_for(chunks, std::move(body));
+}
+
+}  // namespace kernels
+}  // namespace dtorch

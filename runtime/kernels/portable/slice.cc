@@ -1,0 +1,75 @@
+// slice: x -> x[starts:ends:steps] along `axes` (runtime/OPS.md). Attributes: axes is[], starts is[],
+// ends is[], steps is[] (optional, default 1; each > 0). Starts and ends follow Python: negative values
+// count from the end, and both are clamped to [0, size].
+#include "kernels/common/strided.h"
+#include "kernels/common/util.h"
+
+namespace dtorch {
+namespace {
+
+using kernels::op_error;
+constexpr const char* kOp = "slice";
+
+Status plan(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int64_t* offset, int64_t* strides) {
+  DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 1, 1));
+  DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", in[0], DType::kFloat32));
+  const Shape& s = in[0].shape;
+  int64_t axes[kMaxDims], starts[kMaxDims], ends[kMaxDims], steps[kMaxDims];
+  int na = 0, ns = 0, ne = 0, nst = 0;
+  DTORCH_RETURN_IF_ERROR(kernels::get_ints_list(kOp, attrs, "axes", kMaxDims, axes, &na, true));
+  DTORCH_RETURN_IF_ERROR(kernels::get_ints_list(kOp, attrs, "starts", kMaxDims, starts, &ns, true));
+  DTORCH_RETURN_IF_ERROR(kernels::get_ints_list(kOp, attrs, "ends", kMaxDims, ends, &ne, true));
+  DTORCH_RETURN_IF_ERROR(kernels::get_ints_list(kOp, attrs, "steps", kMaxDims, steps, &nst, false));
+  if (nst == 0) {
+    nst = na;
+    for (int i = 0; i < na; ++i) steps[i] = 1;
+  }
+  if (ns != na || ne != na || nst != na)
+    return op_error(StatusCode::kInvalidModel, kOp, "axes, starts, ends and steps must have the same length, got %d, %d, %d, %d",
+                    na, ns, ne, nst);
+  int64_t in_strides[kMaxDims];
+  kernels::contiguous_strides(s, in_strides);
+  Shape o = s;
+  for (int d = 0; d < s.ndim; ++d) strides[d] = in_strides[d];
+  *offset = 0;
+  bool seen[kMaxDims] = {};
+  for (int i = 0; i < na; ++i) {
+    int a = 0;
+    DTORCH_RETURN_IF_ERROR(kernels::normalize_axis(kOp, "axis", axes[i], s.ndim, &a));
+    if (seen[a]) return op_error(StatusCode::kInvalidModel, kOp, "axis %d appears more than once", a);
+    seen[a] = true;
+    if (steps[i] < 1)
+      return op_error(StatusCode::kInvalidModel, kOp, "steps must be > 0, got %lld for axis %d", (long long)steps[i], a);
+    const int64_t n = s.dims[a];
+    int64_t b = starts[i], e = ends[i];
+    if (b < 0) b += n;
+    if (e < 0) e += n;
+    b = b < 0 ? 0 : (b > n ? n : b);
+    e = e < 0 ? 0 : (e > n ? n : e);
+    o.dims[a] = e > b ? (e - b + steps[i] - 1) / steps[i] : 0;
+    *offset += b * in_strides[a];
+    strides[a] = in_strides[a] * steps[i];
+  }
+  *out = o;
+  return Status::Ok();
+}
+
+Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
+  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
+  int64_t offset = 0, strides[kMaxDims] = {};
+  *scratch_bytes = 0;
+  return plan(attrs, in, n_in, &out[0], &offset, strides);
+}
+
+Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
+  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
+  Shape o;
+  int64_t offset = 0, strides[kMaxDims] = {};
+  DTORCH_RETURN_IF_ERROR(plan(*ctx.attrs, in, n_in, &o, &offset, strides));
+  kernels::strided_copy(ctx.pool, o, in[0].as<const float>(), offset, strides, out[0].as<float>());
+  return Status::Ok();
+}
+
+}  // namespace
+DTORCH_REGISTER_KERNEL("slice", DType::kFloat32, infer, run);
+}  // namespace dtorch

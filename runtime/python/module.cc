@@ -1,0 +1,402 @@
+// dtorch.runtime._C: the pybind11 binding of the C++ runtime.
+//   run_kernel(op, attrs, inputs, threads=1, output_dtypes=None, num_outputs=1) -> list[np.ndarray]
+//       runs one kernel on NumPy arrays (the kernel tests use it)
+//   registered_kernels() -> list[(op, dtype)]
+//   Session: the model session behind dtorch.runtime.InferenceSession (see dtorch/runtime/__init__.py)
+// Errors raise InvalidModelError / VersionMismatchError (ValueError), UnsupportedError
+// (NotImplementedError), ValueError (invalid argument), OSError (I/O) or RuntimeError (internal).
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include "core/kernel.h"
+#include "core/planner.h"
+#include "dtm_generated.h"
+#include "dtorch/runtime.h"
+
+namespace py = pybind11;
+using namespace dtorch;
+
+namespace {
+
+struct StatusError {
+  Status status;
+};
+
+[[noreturn]] void throw_status(const Status& st) { throw StatusError{st}; }
+
+py::object g_invalid_model, g_version_mismatch, g_unsupported;
+
+void raise_python(const Status& st) {
+  PyObject* type = PyExc_RuntimeError;
+  switch (st.code()) {
+    case StatusCode::kInvalidArgument: type = PyExc_ValueError; break;
+    case StatusCode::kInvalidModel: type = g_invalid_model.ptr(); break;
+    case StatusCode::kVersionMismatch: type = g_version_mismatch.ptr(); break;
+    case StatusCode::kUnsupported: type = g_unsupported.ptr(); break;
+    case StatusCode::kIOError: type = PyExc_OSError; break;
+    default: break;
+  }
+  PyErr_SetString(type, st.message().c_str());
+}
+
+// --- dtypes -----------------------------------------------------------------------------------
+bool dtype_from_numpy(const py::dtype& dt, DType* out) {
+  const std::string name = py::str(dt.attr("name"));
+  static const std::pair<const char*, DType> table[] = {
+      {"float32", DType::kFloat32}, {"float16", DType::kFloat16}, {"bfloat16", DType::kBFloat16},
+      {"float64", DType::kFloat64}, {"int64", DType::kInt64},     {"int32", DType::kInt32},
+      {"int16", DType::kInt16},     {"int8", DType::kInt8},       {"uint8", DType::kUInt8},
+      {"bool", DType::kBool}};
+  for (const auto& e : table)
+    if (name == e.first) {
+      *out = e.second;
+      return true;
+    }
+  return false;
+}
+
+bool dtype_from_name(const std::string& name, DType* out) {
+  for (int i = 0; i <= static_cast<int>(DType::kBool); ++i)
+    if (name == dtype_name(static_cast<DType>(i))) {
+      *out = static_cast<DType>(i);
+      return true;
+    }
+  return false;
+}
+
+py::dtype numpy_dtype(DType t) {
+  if (t == DType::kBFloat16) return py::dtype::from_args(py::module_::import("ml_dtypes").attr("bfloat16"));
+  const char* name = t == DType::kBool ? "bool" : dtype_name(t);
+  return py::dtype(std::string(name));
+}
+
+// A C-contiguous, native-byte-order array of a supported dtype, and a view of it.
+py::array as_view(py::handle obj, const std::string& what, TensorView* view) {
+  if (!py::isinstance<py::array>(obj))
+    throw_status(Status(StatusCode::kInvalidArgument,
+                        what + " must be a numpy.ndarray, got " + std::string(py::str(py::type::of(obj).attr("__name__"))) +
+                            "; wrap it with numpy.asarray(..., dtype=numpy.float32)"));
+  py::array arr = py::module_::import("numpy").attr("ascontiguousarray")(obj);
+  if (!arr.dtype().attr("isnative").cast<bool>())
+    throw_status(Status(StatusCode::kInvalidArgument,
+                        what + " has non-native byte order; convert it with .astype(a.dtype.newbyteorder('='))"));
+  if (!dtype_from_numpy(arr.dtype(), &view->dtype))
+    throw_status(Status(StatusCode::kInvalidArgument, what + " has dtype " + std::string(py::str(arr.dtype())) +
+                                                          ", which the runtime does not support"));
+  if (arr.ndim() > kMaxDims)
+    throw_status(Status(StatusCode::kInvalidArgument, what + " has " + std::to_string(arr.ndim()) +
+                                                          " dimensions; the runtime supports at most " +
+                                                          std::to_string(kMaxDims)));
+  view->shape.ndim = static_cast<int32_t>(arr.ndim());
+  for (py::ssize_t i = 0; i < arr.ndim(); ++i) view->shape.dims[i] = arr.shape(i);
+  view->data = const_cast<void*>(arr.data());
+  return arr;
+}
+
+// --- run_kernel ---------------------------------------------------------------------------------
+struct AlignedBuffer {
+  void* p = nullptr;
+  explicit AlignedBuffer(size_t n) {
+    if (posix_memalign(&p, 64, std::max<size_t>(n, 64)) != 0) throw std::bad_alloc();
+  }
+  ~AlignedBuffer() { std::free(p); }
+  AlignedBuffer(const AlignedBuffer&) = delete;
+  AlignedBuffer& operator=(const AlignedBuffer&) = delete;
+};
+
+flatbuffers::Offset<dtm::Attr> build_attr(flatbuffers::FlatBufferBuilder& fbb, const std::string& name,
+                                          py::handle v) {
+  auto n = fbb.CreateString(name);
+  if (py::isinstance<py::bool_>(v) || py::isinstance<py::int_>(v))
+    return dtm::CreateAttr(fbb, n, dtm::AttrType_int_, v.cast<int64_t>());
+  if (py::isinstance<py::float_>(v)) return dtm::CreateAttr(fbb, n, dtm::AttrType_float_, 0, v.cast<double>());
+  if (py::isinstance<py::str>(v)) {
+    auto s = fbb.CreateString(v.cast<std::string>());
+    return dtm::CreateAttr(fbb, n, dtm::AttrType_string, 0, 0.0, 0, 0, s);
+  }
+  if (py::isinstance<py::list>(v) || py::isinstance<py::tuple>(v)) {
+    py::sequence seq = py::reinterpret_borrow<py::sequence>(v);
+    bool any_float = false;
+    for (py::handle e : seq) {
+      if (py::isinstance<py::float_>(e)) any_float = true;
+      else if (!py::isinstance<py::int_>(e))
+        throw_status(Status(StatusCode::kInvalidArgument,
+                            "attribute '" + name + "': list elements must be int or float"));
+    }
+    if (any_float) {
+      std::vector<double> f;
+      for (py::handle e : seq) f.push_back(e.cast<double>());
+      auto fv = fbb.CreateVector(f);
+      return dtm::CreateAttr(fbb, n, dtm::AttrType_floats, 0, 0.0, 0, fv);
+    }
+    std::vector<int64_t> i;
+    for (py::handle e : seq) i.push_back(e.cast<int64_t>());
+    auto iv = fbb.CreateVector(i);
+    return dtm::CreateAttr(fbb, n, dtm::AttrType_ints, 0, 0.0, iv);
+  }
+  throw_status(Status(StatusCode::kInvalidArgument, "attribute '" + name + "' has type " +
+                                                        std::string(py::str(py::type::of(v).attr("__name__"))) +
+                                                        "; expected int, float, str or a list of ints/floats"));
+}
+
+py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list& inputs, int threads,
+                    py::object output_dtypes, int num_outputs) {
+  if (threads < 1) throw_status(Status(StatusCode::kInvalidArgument, "threads must be >= 1"));
+  if (num_outputs < 1 || num_outputs > 16)
+    throw_status(Status(StatusCode::kInvalidArgument, "num_outputs must be in 1..16"));
+  // One Node FlatBuffer with the attributes sorted by name.
+  std::vector<std::pair<std::string, py::handle>> items;
+  for (auto kv : attrs) items.emplace_back(kv.first.cast<std::string>(), kv.second);
+  std::sort(items.begin(), items.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  flatbuffers::FlatBufferBuilder fbb;
+  std::vector<flatbuffers::Offset<dtm::Attr>> attr_offsets;
+  for (const auto& kv : items) attr_offsets.push_back(build_attr(fbb, kv.first, kv.second));
+  fbb.Finish(dtm::CreateNodeDirect(fbb, op.c_str(), nullptr, nullptr, &attr_offsets, op.c_str()));
+  const dtm::Node* node = flatbuffers::GetRoot<dtm::Node>(fbb.GetBufferPointer());
+  const Attrs node_attrs(node);
+
+  // Inputs (None = absent optional input).
+  std::vector<TensorView> in(inputs.size());
+  std::vector<py::array> keep;
+  int first = -1, first_float = -1;
+  for (size_t i = 0; i < inputs.size(); ++i) {
+    if (inputs[i].is_none()) continue;
+    keep.push_back(as_view(inputs[i], "input " + std::to_string(i), &in[i]));
+    if (first < 0) first = static_cast<int>(i);
+    const DType d = in[i].dtype;
+    if (first_float < 0 && (d == DType::kFloat32 || d == DType::kFloat16 || d == DType::kBFloat16 ||
+                            d == DType::kFloat64))
+      first_float = static_cast<int>(i);
+  }
+  if (first < 0) throw_status(Status(StatusCode::kInvalidArgument, "run_kernel needs at least one input array"));
+  const KernelDef* k = find_kernel(op.c_str(), in[first].dtype);
+  if (k == nullptr)
+    throw_status(Status(StatusCode::kUnsupported, "no kernel for operator '" + op + "' (" +
+                                                      dtype_name(in[first].dtype) + ") in this runtime build"));
+
+  std::vector<DType> out_dtypes(num_outputs, in[first_float >= 0 ? first_float : first].dtype);
+  if (!output_dtypes.is_none()) {
+    auto names = output_dtypes.cast<std::vector<std::string>>();
+    if (static_cast<int>(names.size()) != num_outputs)
+      throw_status(Status(StatusCode::kInvalidArgument, "output_dtypes needs one entry per output"));
+    for (int i = 0; i < num_outputs; ++i)
+      if (!dtype_from_name(names[i], &out_dtypes[i]))
+        throw_status(Status(StatusCode::kInvalidArgument, "unknown dtype '" + names[i] + "'"));
+  }
+
+  std::vector<Shape> out_shapes(num_outputs);
+  size_t scratch_bytes = 0;
+  Status st = k->infer(node_attrs, in.data(), static_cast<int>(in.size()), out_shapes.data(), num_outputs,
+                       &scratch_bytes);
+  if (!st.ok()) throw_status(st);
+  py::list result;
+  std::vector<TensorView> out(num_outputs);
+  for (int i = 0; i < num_outputs; ++i) {
+    if (out_shapes[i].ndim < 0 || out_shapes[i].ndim > kMaxDims)
+      throw_status(Status(StatusCode::kInternal, op + ": infer returned an invalid rank"));
+    std::vector<py::ssize_t> dims(out_shapes[i].dims, out_shapes[i].dims + out_shapes[i].ndim);
+    py::array a(numpy_dtype(out_dtypes[i]), dims);
+    out[i].data = a.mutable_data();
+    out[i].dtype = out_dtypes[i];
+    out[i].shape = out_shapes[i];
+    result.append(a);
+  }
+  AlignedBuffer scratch(scratch_bytes);
+  ThreadPool pool(threads);
+  KernelContext ctx;
+  ctx.attrs = &node_attrs;
+  ctx.pool = &pool;
+  ctx.scratch = scratch.p;
+  ctx.scratch_bytes = scratch_bytes;
+  {
+    py::gil_scoped_release release;
+    st = k->run(ctx, in.data(), static_cast<int>(in.size()), out.data(), num_outputs);
+  }
+  if (!st.ok()) throw_status(st);
+  return result;
+}
+
+py::list list_kernels() {
+  const KernelDef* const* defs = nullptr;
+  const size_t n = registered_kernels(&defs);
+  std::vector<std::pair<std::string, std::string>> v;
+  for (size_t i = 0; i < n; ++i) v.emplace_back(defs[i]->op, dtype_name(defs[i]->dtype));
+  std::sort(v.begin(), v.end());
+  py::list out;
+  for (const auto& p : v) out.append(py::make_tuple(p.first, p.second));
+  return out;
+}
+
+
+// --- Session ------------------------------------------------------------------------------------
+class PySession {
+ public:
+  static PySession from_file(const std::string& path, int threads) {
+    PySession s;
+    SessionOptions o;
+    o.num_threads = threads;
+    Status st = Session::Create(path, o, &s.session_);
+    if (!st.ok()) throw_status(st);
+    return s;
+  }
+  static PySession from_bytes(py::buffer data, int threads) {
+    PySession s;
+    py::buffer_info bi = data.request();
+    SessionOptions o;
+    o.num_threads = threads;
+    s.keep_ = data;  // CreateFromBuffer may borrow an aligned buffer
+    Status st = Session::CreateFromBuffer(bi.ptr, static_cast<size_t>(bi.size * bi.itemsize), o, &s.session_);
+    if (!st.ok()) throw_status(st);
+    return s;
+  }
+
+  static py::dict io_dict(const IOInfo& io) {
+    py::dict d;
+    d["name"] = io.name;
+    d["dtype"] = std::string(dtype_name(io.dtype));
+    d["dims"] = io.dims;
+    d["dim_names"] = io.dim_names;
+    return d;
+  }
+  py::list inputs() const {
+    py::list l;
+    for (const auto& io : session_->inputs()) l.append(io_dict(io));
+    return l;
+  }
+  py::list outputs() const {
+    py::list l;
+    for (const auto& io : session_->outputs()) l.append(io_dict(io));
+    return l;
+  }
+  py::dict info() const {
+    const ModelInfo& i = session_->info();
+    py::dict d;
+    d["format_version"] = i.format_version;
+    d["min_runtime_version"] = i.min_runtime_version;
+    d["opset"] = i.opset;
+    d["producer"] = i.producer;
+    d["op_list"] = i.op_list;
+    d["arena_size"] = i.arena_size;
+    d["weights_bytes"] = i.weights_bytes;
+    d["num_nodes"] = i.num_nodes;
+    d["has_test_vector"] = i.has_test_vector;
+    d["metadata"] = i.metadata;
+    return d;
+  }
+  uint64_t arena_bytes() const { return session_->arena_bytes(); }
+
+  py::list run(const py::list& arrays) {
+    std::vector<TensorView> views(arrays.size());
+    std::vector<py::array> keep;
+    const auto& ins = session_->inputs();
+    for (size_t i = 0; i < arrays.size(); ++i)
+      keep.push_back(as_view(arrays[i], "input '" + (i < ins.size() ? ins[i].name : std::to_string(i)) + "'", &views[i]));
+    Status st;
+    {
+      py::gil_scoped_release release;
+      st = session_->Run(views.data(), views.size());
+    }
+    if (!st.ok()) throw_status(st);
+    py::list out;
+    for (size_t i = 0; i < session_->outputs().size(); ++i) {
+      const TensorView v = session_->output(i);
+      std::vector<py::ssize_t> dims(v.shape.dims, v.shape.dims + v.shape.ndim);
+      py::array a(numpy_dtype(v.dtype), dims);
+      if (v.nbytes() > 0) std::memcpy(a.mutable_data(), v.data, v.nbytes());
+      out.append(a);
+    }
+    return out;
+  }
+
+  py::object test_vector() const {
+    std::vector<std::vector<uint8_t>> in, out;
+    std::vector<Shape> in_s, out_s;
+    Status st = session_->TestVector(&in, &in_s, &out, &out_s);
+    if (!st.ok()) return py::none();
+    auto to_arrays = [](const std::vector<std::vector<uint8_t>>& data, const std::vector<Shape>& shapes,
+                        const std::vector<IOInfo>& io) {
+      py::list l;
+      for (size_t k = 0; k < data.size(); ++k) {
+        std::vector<py::ssize_t> dims(shapes[k].dims, shapes[k].dims + shapes[k].ndim);
+        py::array a(numpy_dtype(io[k].dtype), dims);
+        if (!data[k].empty()) std::memcpy(a.mutable_data(), data[k].data(), data[k].size());
+        l.append(a);
+      }
+      return l;
+    };
+    return py::make_tuple(to_arrays(in, in_s, session_->inputs()), to_arrays(out, out_s, session_->outputs()));
+  }
+
+ private:
+  std::unique_ptr<Session> session_;
+  py::object keep_;
+};
+
+}  // namespace
+
+PYBIND11_MODULE(_C, m) {
+  m.doc() = "The DTorch C++ runtime (host build).";
+  g_invalid_model = py::reinterpret_steal<py::object>(
+      PyErr_NewExceptionWithDoc("dtorch.runtime.InvalidModelError",
+                                "The .dtm file is corrupt, truncated or inconsistent.", PyExc_ValueError, nullptr));
+  g_version_mismatch = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
+      "dtorch.runtime.VersionMismatchError", "The .dtm file and this runtime are not compatible.", PyExc_ValueError,
+      nullptr));
+  g_unsupported = py::reinterpret_steal<py::object>(PyErr_NewExceptionWithDoc(
+      "dtorch.runtime.UnsupportedError", "The model needs something this runtime build lacks (e.g. an operator).",
+      PyExc_NotImplementedError, nullptr));
+  m.attr("InvalidModelError") = g_invalid_model;
+  m.attr("VersionMismatchError") = g_version_mismatch;
+  m.attr("UnsupportedError") = g_unsupported;
+  py::register_exception_translator([](std::exception_ptr p) {
+    try {
+      if (p) std::rethrow_exception(p);
+    } catch (const StatusError& e) {
+      raise_python(e.status);
+    }
+  });
+  m.attr("FORMAT_VERSION") = kFormatVersion;
+  m.attr("RUNTIME_VERSION") = kRuntimeVersion;
+  m.def("run_kernel", &run_kernel, py::arg("op"), py::arg("attrs"), py::arg("inputs"), py::kw_only(),
+        py::arg("threads") = 1, py::arg("output_dtypes") = py::none(), py::arg("num_outputs") = 1,
+        "Run one kernel on NumPy arrays (None = absent optional input); returns the outputs.");
+  m.def(
+      "plan_greedy_by_size",
+      [](const std::vector<std::tuple<size_t, int, int, int64_t>>& items) {
+        std::vector<PlanBuffer> b(items.size());
+        for (size_t i = 0; i < items.size(); ++i) {
+          b[i].size = std::get<0>(items[i]);
+          b[i].first = std::get<1>(items[i]);
+          b[i].last = std::get<2>(items[i]);
+          b[i].id = std::get<3>(items[i]);
+        }
+        const size_t arena = plan_greedy_by_size(&b);
+        if (!verify_plan(b, arena)) throw_status(Status(StatusCode::kInternal, "plan verification failed"));
+        std::vector<size_t> offsets;
+        for (const auto& x : b) offsets.push_back(x.offset);
+        return py::make_tuple(offsets, arena);
+      },
+      py::arg("buffers"),
+      "The runtime's arena planner on (size, first, last, id) tuples: returns (offsets, arena_size); for "
+      "cross-checking the exporter's planner.");
+  m.def("registered_kernels", &list_kernels, "All (op, dtype) pairs this build has kernels for, sorted.");
+  py::class_<PySession>(m, "Session", "A loaded .dtm model (use dtorch.runtime.InferenceSession).")
+      .def_static("from_file", &PySession::from_file, py::arg("path"), py::arg("threads") = 1)
+      .def_static("from_bytes", &PySession::from_bytes, py::arg("data"), py::arg("threads") = 1)
+      .def("inputs", &PySession::inputs)
+      .def("outputs", &PySession::outputs)
+      .def("info", &PySession::info)
+      .def("arena_bytes", &PySession::arena_bytes)
+      .def("run", &PySession::run, py::arg("inputs"))
+      .def("test_vector", &PySession::test_vector);
+}

@@ -1,0 +1,22 @@
+"""Fixtures for the runtime tests; puts this folder on sys.path so tests can `import dtm_builder`
+(the hand-written .dtm builder, independent of the exporter)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import pytest
+
+_HERE = str(Path(__file__).resolve().parent)
+if _HERE not in sys.path:
+    sys.path.insert(0, _HERE)
+
+from dtm_builder import relu_model  # noqa: E402
+
+
+@pytest.fixture
+def relu_dtm(tmp_path: Path) -> str:
+    path = tmp_path / "relu.dtm"
+    path.write_bytes(relu_model().build())
+    return str(path)

@@ -1,0 +1,31 @@
+"""Shared helpers of the kernel tests: run one kernel through `dtorch.runtime._C.run_kernel` and compare
+with a reference (dtorch eager or PyTorch) at the portable kernels' float32 tolerance."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+_C = pytest.importorskip("dtorch.runtime._C", reason="the runtime extension is not built (pip install -e .)")
+
+TOL = 1e-5  # max abs error relative to the output scale
+
+
+def run(op: str, attrs: dict, inputs: list, threads: int = 1) -> np.ndarray:
+    return _C.run_kernel(op, attrs, inputs, threads=threads)[0]
+
+
+def assert_close(got: np.ndarray, ref: np.ndarray, tol: float = TOL) -> None:
+    ref = np.asarray(ref, dtype=np.float32)
+    assert got.dtype == np.float32
+    assert got.shape == ref.shape, f"shape {got.shape} != reference {ref.shape}"
+    if ref.size == 0:
+        return
+    scale = max(1.0, float(np.nanmax(np.abs(ref))))
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(ref))
+    err = float(np.nanmax(np.abs(got.astype(np.float64) - ref.astype(np.float64)))) / scale
+    assert err <= tol, f"max abs error {err:.3g} (relative to output scale {scale:.3g}) > {tol}"
+
+
+def rand(rng: np.random.Generator, *shape: int) -> np.ndarray:
+    return rng.standard_normal(shape).astype(np.float32)

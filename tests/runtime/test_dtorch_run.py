@@ -1,0 +1,123 @@
+"""The dtorch-run CLI (built with `scons` into build/host/) and the allocation-counting alloc-test.
+
+Set DTORCH_RUN_BUILD_DIR to test binaries that are already built there instead of running scons.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from dtm_builder import chain_model, chain_reference, relu_model
+
+ROOT = Path(__file__).resolve().parents[2]
+BUILD = ROOT / "build" / "host"
+
+
+@pytest.fixture(scope="module")
+def binaries() -> Path:
+    if os.environ.get("DTORCH_RUN_BUILD_DIR"):
+        return Path(os.environ["DTORCH_RUN_BUILD_DIR"])
+    if shutil.which("scons") is None:
+        pytest.skip("scons is not installed (apt-get install scons)")
+    r = subprocess.run(["scons", "-Q", "-j2", "dtorch-run", "alloc-test"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
+    return BUILD
+
+
+def run(binaries: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([str(binaries / "dtorch-run"), *args], capture_output=True, text=True, timeout=60)
+
+
+@pytest.fixture
+def chain(tmp_path: Path) -> tuple[Path, np.ndarray, np.ndarray]:
+    g = chain_model()
+    x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
+    g.set_test_vector([x], [chain_reference(x, g)])
+    path = tmp_path / "chain.dtm"
+    path.write_bytes(g.build())
+    return path, x, chain_reference(x, g)
+
+
+def one_error_line(r: subprocess.CompletedProcess[str]) -> str:
+    assert r.returncode != 0
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("dtorch-run: error: "), r.stderr
+    return lines[0]
+
+
+def test_run_writes_outputs(binaries: Path, chain: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path) -> None:
+    path, x, want = chain
+    np.save(tmp_path / "x.npy", x)
+    r = run(binaries, str(path), "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy"),
+            "--threads", "2")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want, rtol=1e-6, atol=1e-6)
+
+
+def test_info(binaries: Path, chain: tuple[Path, np.ndarray, np.ndarray]) -> None:
+    r = run(binaries, str(chain[0]), "--info")
+    assert r.returncode == 0, r.stderr
+    for text in ["format version: 1", "producer: dtorch test", "opset: 13", "input: x float32 [batch, 8]",
+                 "output: y float32 [batch, 8]", "ops: add:float32 mul:float32 neg:float32 relu:float32",
+                 "arena bytes", "weights bytes: 64", "test vector: yes"]:
+        assert text in r.stdout
+
+
+def test_bench_and_self_test(binaries: Path, chain: tuple[Path, np.ndarray, np.ndarray]) -> None:
+    r = run(binaries, str(chain[0]), "--self-test", "--bench", "5")
+    assert r.returncode == 0, r.stderr
+    assert "self-test PASS: max abs error" in r.stdout
+    assert "bench: 5 runs" in r.stdout and all(k in r.stdout for k in ("min", "median", "p90", "max"))
+
+
+def test_self_test_fail_and_missing_vector(binaries: Path, tmp_path: Path) -> None:
+    g = relu_model([2, 4])
+    x = np.ones((2, 4), np.float32)
+    g.set_test_vector([x], [x * 2])
+    (tmp_path / "bad.dtm").write_bytes(g.build())
+    r = run(binaries, str(tmp_path / "bad.dtm"), "--self-test")
+    assert r.returncode == 1 and "self-test FAIL" in r.stdout
+    (tmp_path / "none.dtm").write_bytes(relu_model().build())
+    assert "no bundled test vector" in one_error_line(run(binaries, str(tmp_path / "none.dtm"), "--self-test"))
+
+
+def test_errors_are_one_line(binaries: Path, chain: tuple[Path, np.ndarray, np.ndarray], tmp_path: Path) -> None:
+    path = str(chain[0])
+    np.save(tmp_path / "f64.npy", np.zeros((2, 8)))
+    np.save(tmp_path / "wrong.npy", np.zeros((2, 5), np.float32))
+    np.save(tmp_path / "fortran.npy", np.asfortranarray(np.zeros((2, 8), np.float32)))
+    np.save(tmp_path / "obj.npy", np.zeros(2, np.complex64))
+    (tmp_path / "junk.dtm").write_bytes(b"not a model at all")
+    cases = [
+        ([], "no model given"),
+        ([path], "nothing to do"),
+        ([path, "--bogus"], "unknown option '--bogus'"),
+        ([path, "--threads", "0"], "--threads needs an integer"),
+        ([path, "--bench", "x"], "--bench needs a positive number"),
+        ([path, "--input"], "--input needs a value"),
+        ([str(tmp_path / "missing.dtm"), "--info"], "cannot open model file"),
+        ([str(tmp_path / "junk.dtm"), "--info"], "not a .dtm model"),
+        ([path, "--input", str(tmp_path / "nope.npy")], "cannot open input file"),
+        ([path, "--input", str(tmp_path / "f64.npy")], "has dtype float64 but the model expects float32"),
+        ([path, "--input", str(tmp_path / "wrong.npy")], "dimension 1: expected size 8 but got 5"),
+        ([path, "--input", str(tmp_path / "fortran.npy")], "Fortran order"),
+        ([path, "--input", str(tmp_path / "obj.npy")], "is not supported"),
+        ([path, "--input", str(tmp_path / "wrong.npy"), "--input", str(tmp_path / "wrong.npy")], "1 input(s) but 2"),
+    ]
+    for args, message in cases:
+        assert message in one_error_line(run(binaries, *args)), args
+    r = run(binaries, path, "--input", str(tmp_path / "wrong.npy"))
+    assert r.returncode == 1
+
+
+def test_second_run_allocates_nothing(binaries: Path, chain: tuple[Path, np.ndarray, np.ndarray]) -> None:
+    for threads in ("1", "2"):
+        r = subprocess.run([str(binaries / "alloc-test"), str(chain[0]), threads], capture_output=True, text=True,
+                           timeout=60)
+        assert r.returncode == 0 and "alloc-test PASS: 0 allocation(s)" in r.stdout, r.stdout + r.stderr
