@@ -82,31 +82,35 @@ def steady(dpath: Path, opath: Path, x: np.ndarray, threads: int, iters: int) ->
 
 
 COLD_DTORCH = """
-import sys, time, resource, numpy as np
+import sys, time, numpy as np
 t0 = time.perf_counter()
 import dtorch.runtime as rt
 s = rt.InferenceSession(sys.argv[1])
 y = s.run(None, {"input": np.load(sys.argv[2])})[0]
-print(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+print(time.perf_counter() - t0)
 """
 COLD_ORT = """
-import sys, time, resource, numpy as np
+import sys, time, numpy as np
 t0 = time.perf_counter()
 import onnxruntime as ort
 s = ort.InferenceSession(sys.argv[1], providers=["CPUExecutionProvider"])
 y = s.run(None, {"input": np.load(sys.argv[2])})[0]
-print(time.perf_counter() - t0, resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+print(time.perf_counter() - t0)
 """
 
 
 def cold(script: str, model: Path, npy: Path, runs: int) -> tuple[float, float]:
-    """Median seconds from interpreter start of the measured part to first output, and median peak RSS (MB)."""
+    """Median seconds from the runtime's import to the first output, and median peak RSS (MB) of the process.
+
+    Peak RSS comes from /usr/bin/time (the child's own high-water mark; getrusage inside a forked child would
+    report the parent's pre-exec peak).
+    """
     secs, rss = [], []
     for _ in range(runs):
-        out = subprocess.run([sys.executable, "-c", script, str(model), str(npy)], check=True, capture_output=True,
-                             text=True).stdout.split()
-        secs.append(float(out[0]))
-        rss.append(float(out[1]) / 1024)
+        proc = subprocess.run(["/usr/bin/time", "-f", "%M", sys.executable, "-c", script, str(model), str(npy)],
+                              check=True, capture_output=True, text=True)
+        secs.append(float(proc.stdout.split()[0]))
+        rss.append(float(proc.stderr.strip().splitlines()[-1]) / 1024)
     return statistics.median(secs), statistics.median(rss)
 
 
