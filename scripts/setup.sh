@@ -28,6 +28,8 @@ apt_packages=(
     g++-arm-linux-gnueabihf
     g++-riscv64-linux-gnu
     flatbuffers-compiler
+    clang
+    libclang-rt-14-dev
     libflatbuffers-dev
     docker.io
     file

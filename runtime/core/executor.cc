@@ -78,6 +78,20 @@ std::string shape_str(const Shape& s) {
   return r + "]";
 }
 
+// Whether a shape is within a byte cap: rank in [0, kMaxDims], every dimension >= 0, and its size in bytes,
+// counting an empty (0) dimension as 1, at most `cap`. Counting empty dimensions as 1 keeps every dimension
+// and every product of dimensions of a checked shape small, so kernels can do shape arithmetic freely.
+bool shape_within(const Shape& s, DType dt, uint64_t cap) {
+  if (s.ndim < 0 || s.ndim > kMaxDims) return false;
+  uint64_t bytes = dtype_size(dt);
+  for (int d = 0; d < s.ndim; ++d) {
+    if (s.dims[d] < 0) return false;
+    const uint64_t dim = s.dims[d] == 0 ? 1 : static_cast<uint64_t>(s.dims[d]);
+    if (__builtin_mul_overflow(bytes, dim, &bytes) || bytes > cap) return false;
+  }
+  return bytes <= cap;
+}
+
 std::string node_label(const NodeInfo& n) {
   return "node '" + (n.name.empty() ? std::string(n.op) : n.name) + "' (" + n.op + ")";
 }
@@ -95,6 +109,7 @@ struct Session::Impl {
 #endif
   LoadedModel m;
   ThreadPool* pool = nullptr;
+  uint64_t max_tensor_bytes = 0, max_arena_bytes = 0;  // SessionOptions
 
   // The current plan.
   bool planned = false;
@@ -147,6 +162,10 @@ Status Session::Impl::check_inputs(const TensorView* in, size_t n) const {
                                                         " (dynamic '" + io.dim_names[d] + "') must be >= 1, got " +
                                                         std::to_string(got));
     }
+    if (!shape_within(v.shape, v.dtype, max_tensor_bytes))
+      return Status(StatusCode::kInvalidArgument, "input '" + io.name + "' has shape " + shape_str(v.shape) +
+                                                      ", larger than the " + std::to_string(max_tensor_bytes) +
+                                                      "-byte limit on one tensor (SessionOptions::max_tensor_bytes)");
     if (v.data == nullptr && v.shape.numel() > 0)
       return Status(StatusCode::kInvalidArgument, "input '" + io.name + "' has no data (null pointer)");
   }
@@ -163,6 +182,11 @@ Status Session::Impl::plan(const TensorView* in) {
     if (m.tensors[t].role == TensorRole::kConstant) {
       views[t].shape = m.tensors[t].file_shape;
       views[t].data = const_cast<uint8_t*>(m.tensors[t].data);
+      if (!shape_within(views[t].shape, views[t].dtype, max_tensor_bytes))
+        return Status(StatusCode::kInvalidModel, "constant '" + m.tensors[t].name + "' has shape " +
+                                                     shape_str(views[t].shape) + ", larger than the " +
+                                                     std::to_string(max_tensor_bytes) +
+                                                     "-byte limit on one tensor (SessionOptions::max_tensor_bytes)");
     }
   }
   for (size_t i = 0; i < m.inputs.size(); ++i) views[m.inputs[i]].shape = in[i].shape;
@@ -185,6 +209,12 @@ Status Session::Impl::plan(const TensorView* in) {
       bool ok = s.ndim >= 0 && s.ndim <= kMaxDims;
       for (int d = 0; ok && d < s.ndim; ++d) ok = s.dims[d] >= 0;
       if (!ok) return Status(StatusCode::kInternal, node_label(n) + ": the kernel inferred an invalid shape");
+      if (!shape_within(s, m.tensors[n.outputs[k]].dtype, max_tensor_bytes))
+        return Status(StatusCode::kInvalidModel,
+                      node_label(n) + " (node " + std::to_string(i) + ") output " + std::to_string(k) + " has shape " +
+                          shape_str(s) + ", larger than the " + std::to_string(max_tensor_bytes) +
+                          "-byte limit on one tensor (SessionOptions::max_tensor_bytes); check the model's "
+                          "attributes and the input shapes");
       const TensorInfo& ti = m.tensors[n.outputs[k]];
       if (ti.role == TensorRole::kOutput && ti.file_shape.ndim != s.ndim)
         return Status(StatusCode::kInvalidModel, node_label(n) + " produces output '" + ti.name + "' with shape " +
@@ -192,6 +222,11 @@ Status Session::Impl::plan(const TensorView* in) {
                                                      std::to_string(ti.file_shape.ndim));
       views[n.outputs[k]].shape = s;
     }
+    if (scratch > max_arena_bytes)
+      return Status(StatusCode::kInvalidModel, node_label(n) + " (node " + std::to_string(i) + ") needs " +
+                                                   std::to_string(scratch) + " bytes of scratch, more than the " +
+                                                   std::to_string(max_arena_bytes) +
+                                                   "-byte arena limit (SessionOptions::max_arena_bytes)");
     scratch_bytes[i] = scratch;
   }
 
@@ -244,6 +279,11 @@ Status Session::Impl::plan(const TensorView* in) {
 #endif
 
   // Memory.
+  if (arena_size > max_arena_bytes)
+    return Status(StatusCode::kInvalidArgument, "these input shapes need a " + std::to_string(arena_size) +
+                                                    "-byte arena, more than the " + std::to_string(max_arena_bytes) +
+                                                    "-byte limit (SessionOptions::max_arena_bytes); use smaller "
+                                                    "inputs or raise the limit");
   if (!arena.allocate(arena_size))
     return Status(StatusCode::kInvalidArgument, "cannot allocate the " + std::to_string(arena_size) +
                                                     "-byte arena for these input shapes; use smaller inputs");
@@ -300,6 +340,10 @@ static Status finish_create(std::unique_ptr<Session::Impl> impl, const SessionOp
   if (options.num_threads < 1 || options.num_threads > 1024)
     return Status(StatusCode::kInvalidArgument,
                   "num_threads must be between 1 and 1024, got " + std::to_string(options.num_threads));
+  if (options.max_tensor_bytes == 0 || options.max_arena_bytes == 0)
+    return Status(StatusCode::kInvalidArgument, "max_tensor_bytes and max_arena_bytes must be > 0");
+  impl->max_tensor_bytes = options.max_tensor_bytes;
+  impl->max_arena_bytes = options.max_arena_bytes;
   DTORCH_RETURN_IF_ERROR(load_model(impl->bytes, impl->size, &impl->m));
   impl->pool = new ThreadPool(options.num_threads);
   out->reset(make(std::move(impl)));

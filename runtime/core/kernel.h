@@ -48,12 +48,34 @@ using InferFn = Status (*)(const Attrs& attrs, const TensorView* inputs, int n_i
 using RunFn = Status (*)(const KernelContext& ctx, const TensorView* inputs, int n_in, TensorView* outputs,
                          int n_out);
 
+// How many inputs and outputs a node of the operator has (OPS.md). The loader refuses a node outside it,
+// so a kernel may read every required input (it is never absent) and every output it declares.
+struct KernelArity {
+  int min_inputs;            // required inputs (slots 0 .. min_inputs-1 unless marked optional)
+  int max_inputs;            // -1: variadic (any count >= min_inputs, up to kMaxNodeArity)
+  uint64_t optional_inputs;  // bit i set: input i may be absent (-1 in the file, None in run_kernel)
+  int num_outputs;
+};
+
+// Bit mask for optional input slots: optional_inputs(2) or optional_inputs(3, 4).
+constexpr uint64_t optional_inputs() { return 0; }
+template <typename... Rest>
+constexpr uint64_t optional_inputs(int slot, Rest... rest) {
+  return (uint64_t{1} << slot) | optional_inputs(rest...);
+}
+
 struct KernelDef {
   const char* op;    // the operator name (OPS.md)
   DType dtype;       // the dtype of the first input this kernel handles
   InferFn infer;
   RunFn run;
+  KernelArity arity;
 };
+
+// Checks a node's input and output counts against the kernel's arity. `absent` has bit i set when input i
+// is absent (only the first 64 inputs can be absent). The error names the operator, not the node (the
+// caller adds where the node is).
+Status check_kernel_arity(const KernelDef& def, int n_in, uint64_t absent, int n_out);
 
 // The registry: kernels register themselves at static-initialization time.
 bool register_kernel(const KernelDef& def);
@@ -63,9 +85,11 @@ size_t registered_kernels(const KernelDef* const** defs);
 
 #define DTORCH_KERNEL_CONCAT_(a, b) a##b
 #define DTORCH_KERNEL_CONCAT(a, b) DTORCH_KERNEL_CONCAT_(a, b)
-#define DTORCH_REGISTER_KERNEL(op, dtype, infer, run)                                               \
-  static const bool DTORCH_KERNEL_CONCAT(dtorch_kernel_registered_, __LINE__) =                     \
-      ::dtorch::register_kernel(::dtorch::KernelDef{op, dtype, infer, run})
+// DTORCH_REGISTER_KERNEL("conv2d", DType::kFloat32, infer, run, min_inputs, max_inputs (-1: variadic),
+//                        optional-input mask (e.g. ::dtorch::optional_inputs(2)), num_outputs);
+#define DTORCH_REGISTER_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out)                \
+  static const bool DTORCH_KERNEL_CONCAT(dtorch_kernel_registered_, __LINE__) = ::dtorch::register_kernel( \
+      ::dtorch::KernelDef{op, dtype, infer, run, ::dtorch::KernelArity{min_in, max_in, optional, n_out}})
 
 // A small fixed-size thread pool. parallel_for splits [0, n) into contiguous chunks, one per thread,
 // in a fixed way that depends only on n and the pool size; each index is processed exactly once.

@@ -1,6 +1,7 @@
 // The .dtm loader: verify the FlatBuffer, then check everything the verifier cannot (versions, indices,
 // segments, shapes, topological order, kernels) so that the executor can trust the model. Every check
 // fails with a Status that says what is wrong; nothing here reads outside the given bytes.
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -86,6 +87,33 @@ bool all_strings_utf8(const dtm::Model* model) {
   return true;
 }
 
+// The FlatBuffers verifier checks the alignment of a vector's length but not of its elements: a vector of
+// 8-byte scalars or structs may start at a 4-byte boundary, and reading it is undefined behaviour.
+template <typename V>
+bool aligned8(const V* v, const uint8_t* base) {
+  return v == nullptr || (reinterpret_cast<uintptr_t>(v->Data()) - reinterpret_cast<uintptr_t>(base)) % 8 == 0;
+}
+
+bool vectors_aligned(const dtm::Model* model, const uint8_t* base) {
+  if (!aligned8(model->segments(), base)) return false;
+  if (model->plan() != nullptr && !aligned8(model->plan()->offsets(), base)) return false;
+  if (const auto* ts = model->tensors())
+    for (flatbuffers::uoffset_t i = 0; i < ts->size(); ++i)
+      if (!aligned8(ts->Get(i)->example_shape(), base)) return false;
+  if (const auto* ns = model->nodes())
+    for (flatbuffers::uoffset_t i = 0; i < ns->size(); ++i)
+      if (const auto* as = ns->Get(i)->attrs())
+        for (flatbuffers::uoffset_t k = 0; k < as->size(); ++k)
+          if (!aligned8(as->Get(k)->ints(), base) || !aligned8(as->Get(k)->floats(), base)) return false;
+  if (const dtm::TestVector* tv = model->test_vector()) {
+    for (const auto* shapes : {tv->input_shapes(), tv->output_shapes()})
+      if (shapes != nullptr)
+        for (flatbuffers::uoffset_t k = 0; k < shapes->size(); ++k)
+          if (!aligned8(shapes->Get(k)->dims(), base)) return false;
+  }
+  return true;
+}
+
 bool mul_overflow(uint64_t a, uint64_t b, uint64_t* out) { return __builtin_mul_overflow(a, b, out); }
 
 // Bytes of a fully static shape, or false on a dynamic dim / overflow.
@@ -138,7 +166,12 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out) {
   flatbuffers::Verifier verifier(data, size, /*max_depth=*/64, /*max_tables=*/4000000);
   if (!dtm::VerifyModelBuffer(verifier))
     return invalid("the FlatBuffer failed verification (the file is truncated or corrupt)");
+  if (reinterpret_cast<uintptr_t>(data) % 8 != 0)
+    return Status(StatusCode::kInvalidArgument, "the model bytes must start at an 8-byte aligned address");
   const dtm::Model* model = dtm::GetModel(data);
+  if (!vectors_aligned(model, data))
+    return invalid("a vector of 8-byte values (segments, shapes, int or float attributes, memory plan offsets) is "
+                   "not 8-byte aligned in the file");
   m.model = model;
 
   // Versions first: a newer file may mean things this runtime cannot check.
@@ -304,6 +337,12 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out) {
     if (n.kernel == nullptr)
       return Status(StatusCode::kUnsupported, "model needs operator '" + std::string(n.op) + "' (" + dtype_name(kdt) +
                                                   "), which this runtime was built without");
+    uint64_t absent = 0;
+    for (size_t k = 0; k < n.inputs.size(); ++k)
+      if (n.inputs[k] < 0) absent |= uint64_t{1} << k;
+    const Status arity = check_kernel_arity(*n.kernel, static_cast<int>(n.inputs.size()), absent,
+                                            static_cast<int>(n.outputs.size()));
+    if (!arity.ok()) return invalid(node_label(n, ni) + ": " + arity.message());
     if (static_cast<int>(n.inputs.size()) > m.max_node_inputs) m.max_node_inputs = static_cast<int>(n.inputs.size());
     if (static_cast<int>(n.outputs.size()) > m.max_node_outputs)
       m.max_node_outputs = static_cast<int>(n.outputs.size());

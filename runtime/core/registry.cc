@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <string>
 
 #include "core/kernel.h"
 
@@ -32,6 +33,14 @@ bool register_kernel(const KernelDef& def) {
     std::fprintf(stderr, "dtorch: kernel registration with a null op name or function\n");
     std::abort();
   }
+  const KernelArity& a = def.arity;
+  if (a.min_inputs < 0 || a.min_inputs > 64 || (a.max_inputs != -1 && (a.max_inputs < a.min_inputs || a.max_inputs > 64)) ||
+      a.num_outputs < 1 || a.num_outputs > 64 ||
+      (a.max_inputs != -1 && a.max_inputs < 64 && (a.optional_inputs >> a.max_inputs) != 0)) {
+    std::fprintf(stderr, "dtorch: kernel '%s' (%s) is registered with an inconsistent arity\n", def.op,
+                 dtype_name(def.dtype));
+    std::abort();
+  }
   if (find_kernel(def.op, def.dtype) != nullptr) {
     std::fprintf(stderr, "dtorch: kernel '%s' (%s) is registered twice; each (op, dtype) needs exactly one kernel\n",
                  def.op, dtype_name(def.dtype));
@@ -54,6 +63,27 @@ const KernelDef* find_kernel(const char* op, DType dtype) {
   for (size_t i = 0; i < r.count; ++i)
     if (r.defs[i].dtype == dtype && std::strcmp(r.defs[i].op, op) == 0) return &r.defs[i];
   return nullptr;
+}
+
+Status check_kernel_arity(const KernelDef& def, int n_in, uint64_t absent, int n_out) {
+  const KernelArity& a = def.arity;
+  const std::string op = def.op;
+  if (n_in < a.min_inputs || (a.max_inputs >= 0 && n_in > a.max_inputs)) {
+    std::string want;
+    if (a.max_inputs < 0) want = "at least " + std::to_string(a.min_inputs);
+    else if (a.max_inputs == a.min_inputs) want = std::to_string(a.min_inputs);
+    else want = std::to_string(a.min_inputs) + " to " + std::to_string(a.max_inputs);
+    return Status(StatusCode::kInvalidModel,
+                  "operator '" + op + "' takes " + want + " input(s) but the node has " + std::to_string(n_in));
+  }
+  for (int i = 0; i < n_in && i < 64; ++i)
+    if (((absent >> i) & 1) != 0 && ((a.optional_inputs >> i) & 1) == 0)
+      return Status(StatusCode::kInvalidModel, "operator '" + op + "' requires input " + std::to_string(i) +
+                                                   ", but it is absent (-1); only optional inputs may be left out");
+  if (n_out != a.num_outputs)
+    return Status(StatusCode::kInvalidModel, "operator '" + op + "' has " + std::to_string(a.num_outputs) +
+                                                 " output(s) but the node lists " + std::to_string(n_out));
+  return Status::Ok();
 }
 
 size_t registered_kernels(const KernelDef* const** defs) {

@@ -184,6 +184,14 @@ py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list
     throw_status(Status(StatusCode::kUnsupported, "no kernel for operator '" + op + "' (" +
                                                       dtype_name(in[first].dtype) + ") in this runtime build"));
 
+  uint64_t absent = 0;
+  for (size_t i = 0; i < inputs.size() && i < 64; ++i)
+    if (inputs[i].is_none()) absent |= uint64_t{1} << i;
+  if (inputs.size() > 64)
+    throw_status(Status(StatusCode::kInvalidArgument, "run_kernel: at most 64 inputs are supported"));
+  const Status arity = check_kernel_arity(*k, static_cast<int>(inputs.size()), absent, num_outputs);
+  if (!arity.ok()) throw_status(Status(StatusCode::kInvalidArgument, "run_kernel: " + arity.message()));
+
   std::vector<DType> out_dtypes(num_outputs, in[first_float >= 0 ? first_float : first].dtype);
   if (!output_dtypes.is_none()) {
     auto names = output_dtypes.cast<std::vector<std::string>>();
@@ -204,6 +212,9 @@ py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list
   for (int i = 0; i < num_outputs; ++i) {
     if (out_shapes[i].ndim < 0 || out_shapes[i].ndim > kMaxDims)
       throw_status(Status(StatusCode::kInternal, op + ": infer returned an invalid rank"));
+    if (out_shapes[i].numel() < 0)
+      throw_status(Status(StatusCode::kInvalidArgument, op + ": the output shape " + std::to_string(i) +
+                                                            " is too large"));
     std::vector<py::ssize_t> dims(out_shapes[i].dims, out_shapes[i].dims + out_shapes[i].ndim);
     py::array a(numpy_dtype(out_dtypes[i]), dims);
     out[i].data = a.mutable_data();

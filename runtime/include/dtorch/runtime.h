@@ -23,6 +23,11 @@ constexpr const char* kRuntimeVersion = "0.1.0";
 
 struct SessionOptions {
   int num_threads = 1;  // >= 1; conv/matmul kernels split their work; results are identical for any count
+  // Caps that keep a model (or hostile file) from asking for absurd memory: any one tensor (inputs, constants,
+  // every inferred output, a node's scratch) and the planned arena. A shape over a cap is refused with an
+  // error naming the node; raise the caps for models that really need more.
+  uint64_t max_tensor_bytes = uint64_t{1} << 30;  // 1 GiB
+  uint64_t max_arena_bytes = uint64_t{4} << 30;   // 4 GiB
 };
 
 struct IOInfo {

@@ -22,9 +22,12 @@ struct Shape {
   int32_t ndim = 0;
   int64_t dims[kMaxDims] = {};
 
+  // The element count, or -1 when a dimension is negative or the product overflows int64. The runtime
+  // checks every shape it plans (SessionOptions::max_tensor_bytes) before any kernel sees it.
   int64_t numel() const {
     int64_t n = 1;
-    for (int i = 0; i < ndim; ++i) n *= dims[i];
+    for (int i = 0; i < ndim; ++i)
+      if (dims[i] < 0 || __builtin_mul_overflow(n, dims[i], &n)) return -1;
     return n;
   }
   bool operator==(const Shape& o) const {
@@ -42,7 +45,13 @@ struct TensorView {
   DType dtype = DType::kFloat32;
   Shape shape;
 
-  size_t nbytes() const { return static_cast<size_t>(shape.numel()) * dtype_size(dtype); }
+  // Bytes of the data; SIZE_MAX when the shape is invalid or the size overflows (see Shape::numel).
+  size_t nbytes() const {
+    const int64_t n = shape.numel();
+    size_t bytes = 0;
+    if (n < 0 || __builtin_mul_overflow(static_cast<size_t>(n), dtype_size(dtype), &bytes)) return SIZE_MAX;
+    return bytes;
+  }
   template <typename T> T* as() const { return static_cast<T*>(data); }
 };
 

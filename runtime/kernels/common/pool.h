@@ -31,10 +31,11 @@ inline Status adaptive_infer(const char* op, const Attrs& attrs, const TensorVie
   DTORCH_RETURN_IF_ERROR(check_num_outputs(op, n_out, 1));
   DTORCH_RETURN_IF_ERROR(check_dtype(op, "input", in[0], DType::kFloat32));
   DTORCH_RETURN_IF_ERROR(check_rank(op, "input (N, C, H, W)", in[0], 4));
-  int64_t size[2];
+  int64_t size[2] = {0, 0};
   DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "output_size", 2, size, nullptr));
   if (size[0] < 1 || size[1] < 1)
     return op_error(StatusCode::kInvalidModel, op, "output_size must be >= 1, got %s", ints_str(size, 2).c_str());
+  DTORCH_RETURN_IF_ERROR(check_attr_max(op, "output_size", size, 2, kMaxAttrValue));
   if (in[0].shape.dims[2] < 1 || in[0].shape.dims[3] < 1)
     return op_error(StatusCode::kInvalidArgument, op, "input %s has an empty spatial size",
                     shape_str(in[0].shape).c_str());

@@ -25,7 +25,7 @@ inline Status resample_geometry(const char* op, const Attrs& attrs, const Tensor
   DTORCH_RETURN_IF_ERROR(check_dtype(op, "input", in[0], DType::kFloat32));
   DTORCH_RETURN_IF_ERROR(check_rank(op, "input (N, C, H, W)", in[0], 4));
   const int64_t h = in[0].shape.dims[2], w = in[0].shape.dims[3];
-  int64_t size[2];
+  int64_t size[2] = {0, 0};
   double scales[2];
   const int ns = attrs.get_ints("size", size, 2);
   const int nf = attrs.get_floats("scales", scales, 2);
@@ -35,6 +35,7 @@ inline Status resample_geometry(const char* op, const Attrs& attrs, const Tensor
     return op_error(StatusCode::kInvalidModel, op, "only one of 'size' and 'scales' may be given");
   if (ns >= 0) {
     if (ns != 2) return op_error(StatusCode::kInvalidModel, op, "attribute 'size' must have 2 values, got %d", ns);
+    DTORCH_RETURN_IF_ERROR(check_attr_max(op, "size", size, 2, kMaxAttrValue));
     ah->out = size[0];
     aw->out = size[1];
     ah->scale = aw->scale = 0.0;
@@ -44,8 +45,14 @@ inline Status resample_geometry(const char* op, const Attrs& attrs, const Tensor
       return op_error(StatusCode::kInvalidModel, op, "scales must be > 0, got [%g, %g]", scales[0], scales[1]);
     ah->scale = scales[0];
     aw->scale = scales[1];
-    ah->out = static_cast<int64_t>(std::floor(static_cast<double>(h) * scales[0]));
-    aw->out = static_cast<int64_t>(std::floor(static_cast<double>(w) * scales[1]));
+    const double oh = std::floor(static_cast<double>(h) * scales[0]);
+    const double ow = std::floor(static_cast<double>(w) * scales[1]);
+    const double cap = static_cast<double>(kMaxAttrValue);
+    if (!(oh <= cap) || !(ow <= cap))
+      return op_error(StatusCode::kInvalidModel, op, "scales [%g, %g] give an output size over %lld for input %s",
+                      scales[0], scales[1], static_cast<long long>(kMaxAttrValue), shape_str(in[0].shape).c_str());
+    ah->out = static_cast<int64_t>(oh);
+    aw->out = static_cast<int64_t>(ow);
   } else {
     return op_error(StatusCode::kInvalidModel, op, "needs attribute 'size' (ints) or 'scales' (floats)");
   }

@@ -145,6 +145,36 @@ inline Status normalize_axis(const char* op, const char* what, int64_t axis, int
   return Status::Ok();
 }
 
+// Shape arithmetic that cannot overflow: false (and *out untouched) when the result does not fit int64.
+// The executor guarantees every input shape a kernel sees is small (SessionOptions::max_tensor_bytes), but
+// attribute values come straight from the file and may be anything.
+inline bool checked_mul(int64_t a, int64_t b, int64_t* out) { return !__builtin_mul_overflow(a, b, out); }
+inline bool checked_add(int64_t a, int64_t b, int64_t* out) { return !__builtin_add_overflow(a, b, out); }
+
+// The largest kernel size, stride, dilation, padding or output size an attribute may hold.
+constexpr int64_t kMaxAttrValue = int64_t{1} << 24;
+
+// Every one of `n` values of attribute `name` is at most `hi` (kernels check their own lower bounds first,
+// with messages that say what the value means).
+inline Status check_attr_max(const char* op, const char* name, const int64_t* v, int n, int64_t hi) {
+  for (int i = 0; i < n; ++i)
+    if (v[i] > hi)
+      return op_error(StatusCode::kInvalidModel, op, "%s %lld is out of range (at most %lld)", name,
+                      static_cast<long long>(v[i]), static_cast<long long>(hi));
+  return Status::Ok();
+}
+
+// The element count of a shape computed from attributes, or an error when it overflows.
+inline Status checked_numel(const char* op, const Shape& s, int64_t* out) {
+  int64_t n = 1;
+  for (int i = 0; i < s.ndim; ++i)
+    if (s.dims[i] < 0 || !checked_mul(n, s.dims[i], &n))
+      return op_error(StatusCode::kInvalidArgument, op, "shape %s is invalid or has too many elements",
+                      shape_str(s).c_str());
+  *out = n;
+  return Status::Ok();
+}
+
 // Row-major strides (in elements) of a shape.
 inline void contiguous_strides(const Shape& s, int64_t* strides) {
   int64_t st = 1;

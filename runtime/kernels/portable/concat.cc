@@ -28,7 +28,8 @@ Status check(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
       return op_error(StatusCode::kInvalidArgument, kOp,
                       "input %d has shape %s, which does not match input 0's shape %s outside axis %d", i,
                       kernels::shape_str(s).c_str(), kernels::shape_str(s0).c_str(), *axis);
-    o.dims[*axis] += s.dims[*axis];
+    if (!kernels::checked_add(o.dims[*axis], s.dims[*axis], &o.dims[*axis]))
+      return op_error(StatusCode::kInvalidArgument, kOp, "the concatenated size along axis %d overflows", *axis);
   }
   *out = o;
   return Status::Ok();
@@ -64,5 +65,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("concat", DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL("concat", DType::kFloat32, infer, run, 1, -1, 0, 1);
 }  // namespace dtorch

@@ -38,12 +38,17 @@ Status geometry(const Attrs& attrs, const TensorView* in, int n_in, Geo* g) {
   DTORCH_RETURN_IF_ERROR(kernels::check_rank(kOp, "input (N, C, H, W)", x, 4));
   DTORCH_RETURN_IF_ERROR(kernels::check_rank(kOp, "weight (O, C/groups, kh, kw)", w, 4));
   const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
-  int64_t stride[2], pad[4], dil[2];
+  int64_t stride[2] = {}, pad[4] = {}, dil[2] = {};
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "stride", 2, stride, one2));
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "padding", 4, pad, zero4));
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "dilation", 2, dil, one2));
   const int64_t groups = attrs.get_int("groups", 1);
   DTORCH_RETURN_IF_ERROR(kernels::parse_activation(kOp, attrs, &g->act));
+  DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "stride", stride, 2, kernels::kMaxAttrValue));
+  DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "dilation", dil, 2, kernels::kMaxAttrValue));
+  DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "padding", pad, 4, kernels::kMaxAttrValue));
+  if (groups > kernels::kMaxAttrValue)
+    return op_error(StatusCode::kInvalidModel, kOp, "groups %lld is out of range", (long long)groups);
   if (stride[0] < 1 || stride[1] < 1)
     return op_error(StatusCode::kInvalidModel, kOp, "stride must be >= 1, got %s",
                     kernels::ints_str(stride, 2).c_str());
@@ -101,9 +106,17 @@ Status geometry(const Attrs& attrs, const TensorView* in, int n_in, Geo* g) {
   return Status::Ok();
 }
 
-size_t scratch_for(const Geo& g) {
-  if (g.depthwise || g.pointwise) return 0;
-  return static_cast<size_t>(kernels::packed_b_floats(g.cg * g.kh * g.kw, g.oh * g.ow)) * sizeof(float);
+// im2col scratch bytes, or false when it does not fit (the caller reports the output as too large).
+bool scratch_for(const Geo& g, size_t* bytes) {
+  *bytes = 0;
+  if (g.depthwise || g.pointwise) return true;
+  int64_t k = 0, cols = 0, floats = 0;
+  constexpr int64_t kCap = int64_t{1} << 40;  // far above any arena limit; keeps packed_b_floats exact
+  if (!kernels::checked_mul(g.cg, g.kh, &k) || !kernels::checked_mul(k, g.kw, &k) ||
+      !kernels::checked_mul(g.oh, g.ow, &cols) || !kernels::checked_mul(k, cols, &floats) || floats > kCap)
+    return false;
+  *bytes = static_cast<size_t>(kernels::packed_b_floats(k, cols)) * sizeof(float);
+  return true;
 }
 
 Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
@@ -115,7 +128,9 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
   out[0].dims[1] = g.o;
   out[0].dims[2] = g.oh;
   out[0].dims[3] = g.ow;
-  *scratch_bytes = scratch_for(g);
+  if (!scratch_for(g, scratch_bytes))
+    return op_error(StatusCode::kInvalidArgument, kOp, "output %lldx%lld with a %lldx%lldx%lld kernel is too large",
+                    (long long)g.oh, (long long)g.ow, (long long)g.cg, (long long)g.kh, (long long)g.kw);
   return Status::Ok();
 }
 
@@ -244,9 +259,10 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
   Geo g{};
   DTORCH_RETURN_IF_ERROR(geometry(*ctx.attrs, in, n_in, &g));
-  if (ctx.scratch_bytes < scratch_for(g))
+  size_t need = 0;
+  if (!scratch_for(g, &need) || ctx.scratch_bytes < need)
     return op_error(StatusCode::kInternal, kOp, "scratch of %zu bytes is smaller than the %zu bytes infer asked for",
-                    ctx.scratch_bytes, scratch_for(g));
+                    ctx.scratch_bytes, need);
   const float* x = in[0].as<const float>();
   const float* w = in[1].as<const float>();
   const float* bias = kernels::optional_present(in, n_in, 2) ? in[2].as<const float>() : nullptr;
@@ -281,5 +297,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("conv2d", DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL("conv2d", DType::kFloat32, infer, run, 2, 3, ::dtorch::optional_inputs(2), 1);
 }  // namespace dtorch

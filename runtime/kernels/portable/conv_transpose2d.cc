@@ -30,13 +30,19 @@ Status geometry(const Attrs& attrs, const TensorView* in, int n_in, Geo* g) {
   DTORCH_RETURN_IF_ERROR(kernels::check_rank(kOp, "input (N, C, H, W)", x, 4));
   DTORCH_RETURN_IF_ERROR(kernels::check_rank(kOp, "weight (C, O/groups, kh, kw)", w, 4));
   const int64_t one2[2] = {1, 1}, zero2[2] = {0, 0};
-  int64_t stride[2], pad[2], opad[2], dil[2];
+  int64_t stride[2] = {}, pad[2] = {}, opad[2] = {}, dil[2] = {};
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "stride", 2, stride, one2));
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "padding", 2, pad, zero2));
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "output_padding", 2, opad, zero2));
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "dilation", 2, dil, one2));
   g->groups = attrs.get_int("groups", 1);
   DTORCH_RETURN_IF_ERROR(kernels::parse_activation(kOp, attrs, &g->act));
+  DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "stride", stride, 2, kernels::kMaxAttrValue));
+  DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "dilation", dil, 2, kernels::kMaxAttrValue));
+  DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "padding", pad, 2, kernels::kMaxAttrValue));
+  DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "output_padding", opad, 2, kernels::kMaxAttrValue));
+  if (g->groups > kernels::kMaxAttrValue)
+    return op_error(StatusCode::kInvalidModel, kOp, "groups %lld is out of range", (long long)g->groups);
   if (stride[0] < 1 || stride[1] < 1)
     return op_error(StatusCode::kInvalidModel, kOp, "stride must be >= 1, got %s", kernels::ints_str(stride, 2).c_str());
   if (dil[0] < 1 || dil[1] < 1)
@@ -83,7 +89,16 @@ Status geometry(const Attrs& attrs, const TensorView* in, int n_in, Geo* g) {
   return Status::Ok();
 }
 
-size_t scratch_for(const Geo& g) { return static_cast<size_t>(g.og * g.kh * g.kw * g.h * g.w) * sizeof(float); }
+// Column scratch bytes, or false when it does not fit (the caller reports the input as too large).
+bool scratch_for(const Geo& g, size_t* bytes) {
+  int64_t f = g.og;
+  constexpr int64_t kCap = int64_t{1} << 40;
+  if (!kernels::checked_mul(f, g.kh, &f) || !kernels::checked_mul(f, g.kw, &f) || !kernels::checked_mul(f, g.h, &f) ||
+      !kernels::checked_mul(f, g.w, &f) || f > kCap)
+    return false;
+  *bytes = static_cast<size_t>(f) * sizeof(float);
+  return true;
+}
 
 Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
   DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
@@ -94,7 +109,9 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
   out[0].dims[1] = g.o;
   out[0].dims[2] = g.oh;
   out[0].dims[3] = g.ow;
-  *scratch_bytes = scratch_for(g);
+  if (!scratch_for(g, scratch_bytes))
+    return op_error(StatusCode::kInvalidArgument, kOp, "input %lldx%lld with a %lldx%lld kernel is too large",
+                    (long long)g.h, (long long)g.w, (long long)g.kh, (long long)g.kw);
   return Status::Ok();
 }
 
@@ -127,9 +144,10 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
   Geo g{};
   DTORCH_RETURN_IF_ERROR(geometry(*ctx.attrs, in, n_in, &g));
-  if (ctx.scratch_bytes < scratch_for(g))
+  size_t need = 0;
+  if (!scratch_for(g, &need) || ctx.scratch_bytes < need)
     return op_error(StatusCode::kInternal, kOp, "scratch of %zu bytes is smaller than the %zu bytes infer asked for",
-                    ctx.scratch_bytes, scratch_for(g));
+                    ctx.scratch_bytes, need);
   const float* x = in[0].as<const float>();
   const float* w = in[1].as<const float>();
   const float* bias = kernels::optional_present(in, n_in, 2) ? in[2].as<const float>() : nullptr;
@@ -152,5 +170,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("conv_transpose2d", DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL("conv_transpose2d", DType::kFloat32, infer, run, 2, 3, ::dtorch::optional_inputs(2), 1);
 }  // namespace dtorch

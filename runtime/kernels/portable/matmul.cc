@@ -54,7 +54,9 @@ Status geometry(const TensorView* in, int n_in, Geo* g) {
     g->sb[i] = db == 1 ? 0 : st_b;
     st_a *= da;
     st_b *= db;
-    g->batches *= g->batch[i];
+    if (!kernels::checked_mul(g->batches, g->batch[i], &g->batches))
+      return op_error(StatusCode::kInvalidArgument, kOp, "batch dimensions of %s and %s broadcast to too many matrices",
+                      kernels::shape_str(a).c_str(), kernels::shape_str(b).c_str());
   }
   Shape o;
   o.ndim = 0;
@@ -101,5 +103,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("matmul", DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL("matmul", DType::kFloat32, infer, run, 2, 2, 0, 1);
 }  // namespace dtorch

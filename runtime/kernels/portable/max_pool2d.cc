@@ -21,13 +21,17 @@ Status geometry(const Attrs& attrs, const TensorView* in, int n_in, Geo* g) {
   DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 1, 1));
   DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", in[0], DType::kFloat32));
   DTORCH_RETURN_IF_ERROR(kernels::check_rank(kOp, "input (N, C, H, W)", in[0], 4));
-  int64_t k[2], s[2], p[2], d[2];
+  int64_t k[2] = {}, s[2] = {}, p[2] = {}, d[2] = {};
   const int64_t zero2[2] = {0, 0}, one2[2] = {1, 1};
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "kernel", 2, k, nullptr));
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "stride", 2, s, k));
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "padding", 2, p, zero2));
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "dilation", 2, d, one2));
   const bool ceil_mode = attrs.get_int("ceil_mode", 0) != 0;
+  DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "kernel", k, 2, kernels::kMaxAttrValue));
+  DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "stride", s, 2, kernels::kMaxAttrValue));
+  DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "padding", p, 2, kernels::kMaxAttrValue));
+  DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "dilation", d, 2, kernels::kMaxAttrValue));
   for (int i = 0; i < 2; ++i) {
     if (k[i] < 1 || s[i] < 1 || d[i] < 1 || p[i] < 0)
       return op_error(StatusCode::kInvalidModel, kOp,
@@ -92,5 +96,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("max_pool2d", DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL("max_pool2d", DType::kFloat32, infer, run, 1, 1, 0, 1);
 }  // namespace dtorch

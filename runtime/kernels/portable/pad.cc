@@ -28,6 +28,11 @@ Status plan(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int6
   for (int i = 0; i < n / 2; ++i) {
     const int d = s.ndim - 1 - i;
     lo[d] = pads[2 * i];
+    // |pad| <= 2^31 keeps every offset the run computes (input dims are small) inside int64.
+    constexpr int64_t kMaxPad = int64_t{1} << 31;
+    if (pads[2 * i] < -kMaxPad || pads[2 * i] > kMaxPad || pads[2 * i + 1] < -kMaxPad || pads[2 * i + 1] > kMaxPad)
+      return op_error(StatusCode::kInvalidModel, kOp, "pads %s are out of range (at most %lld in magnitude)",
+                      kernels::ints_str(pads, n).c_str(), static_cast<long long>(kMaxPad));
     out->dims[d] = s.dims[d] + pads[2 * i] + pads[2 * i + 1];
     if (out->dims[d] < 0)
       return op_error(StatusCode::kInvalidArgument, kOp, "pads %s give a negative size for dimension %d of input %s",
@@ -80,5 +85,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("pad", DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL("pad", DType::kFloat32, infer, run, 1, 1, 0, 1);
 }  // namespace dtorch

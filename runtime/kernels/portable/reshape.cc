@@ -40,9 +40,12 @@ Status target(const Attrs& attrs, const TensorView* in, int n_in, Shape* out) {
                       kernels::ints_str(spec, n).c_str(), (long long)d);
     }
     o.dims[i] = d;
-    known *= d;
+    if (!kernels::checked_mul(known, d, &known))
+      return op_error(StatusCode::kInvalidArgument, kOp, "shape %s has too many elements",
+                      kernels::ints_str(spec, n).c_str());
   }
-  const int64_t total = s.numel();
+  int64_t total = 0;
+  DTORCH_RETURN_IF_ERROR(kernels::checked_numel(kOp, s, &total));
   if (infer_at >= 0) {
     if (known == 0 || total % known != 0)
       return op_error(StatusCode::kInvalidArgument, kOp, "cannot reshape input %s (%lld elements) into %s",
@@ -71,5 +74,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("reshape", DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL("reshape", DType::kFloat32, infer, run, 1, 1, 0, 1);
 }  // namespace dtorch

@@ -46,9 +46,11 @@ Status plan(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int6
     if (e < 0) e += n;
     b = b < 0 ? 0 : (b > n ? n : b);
     e = e < 0 ? 0 : (e > n ? n : e);
-    o.dims[a] = e > b ? (e - b + steps[i] - 1) / steps[i] : 0;
+    // A step beyond the dimension takes one element, like a step of exactly the dimension's size.
+    const int64_t step = steps[i] > n ? (n > 0 ? n : 1) : steps[i];
+    o.dims[a] = e > b ? (e - b - 1) / step + 1 : 0;
     *offset += b * in_strides[a];
-    strides[a] = in_strides[a] * steps[i];
+    strides[a] = in_strides[a] * step;
   }
   *out = o;
   return Status::Ok();
@@ -71,5 +73,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("slice", DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL("slice", DType::kFloat32, infer, run, 1, 1, 0, 1);
 }  // namespace dtorch

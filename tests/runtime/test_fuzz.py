@@ -1,0 +1,122 @@
+"""The loader survives hostile input: the mutation fuzz driver (runtime/fuzz/, `scons asan=1 fuzz-smoke`) feeds
+thousands of mutated .dtm files (truncations, bit flips, huge sizes, bad offsets, corrupt vtables and segments)
+to the runtime under AddressSanitizer + UndefinedBehaviorSanitizer; every one must load and run or be refused
+with an error Status. Marked `fuzz`: .ci/run runs it as its own step (`pytest -m fuzz`).
+
+A failure names the iteration and the mutation and saves the input; replay it with
+`build/asan/fuzz-smoke --replay FILE`, and keep it in runtime/fuzz/crashes/ once fixed (replayed below).
+"""
+
+from __future__ import annotations
+
+import re
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from dtm_builder import DtmBuilder, chain_model, relu_model
+
+pytestmark = pytest.mark.fuzz
+
+ROOT = Path(__file__).resolve().parents[2]
+DRIVER = ROOT / "build" / "asan" / "fuzz-smoke"
+ITERATIONS = 3000
+MAX_SECONDS = 20
+SUMMARY = re.compile(r"fuzz-smoke: (\d+) mutations .*: ran=(\d+) rejected=(\d+) too_large=(\d+)")
+
+
+@pytest.fixture(scope="module")
+def driver() -> Path:
+    if shutil.which("scons") is None:
+        pytest.skip("scons is not installed (apt-get install scons)")
+    # scons rebuilds only what changed, so a second run reuses the build.
+    r = subprocess.run(["scons", "-Q", "-j4", "asan=1", "fuzz-smoke"], cwd=ROOT, capture_output=True, text=True,
+                       timeout=1200)
+    assert r.returncode == 0, r.stdout[-3000:] + r.stderr[-3000:]
+    return DRIVER
+
+
+def _conv_model() -> DtmBuilder:
+    """x (batch, 2, 6, 6) -> conv2d 3x3 (bias, relu) -> max_pool2d -> y: int attributes and constants."""
+    g = DtmBuilder()
+    rng = np.random.default_rng(1)
+    x = g.input("x", ["batch", 2, 6, 6])
+    w = g.const("w", rng.standard_normal((3, 2, 3, 3)).astype(np.float32))
+    b = g.const("b", rng.standard_normal(3).astype(np.float32))
+    t = g.tensor("t", ["batch", 3, 6, 6])
+    y = g.output("y", ["batch", 3, 3, 3])
+    g.node("conv2d", [x, w, b], [t], {"stride": [1, 1], "padding": [1, 1, 1, 1], "dilation": [1, 1], "groups": 1,
+                                      "activation": "relu"})
+    g.node("max_pool2d", [t], [y], {"kernel": [2, 2], "stride": [2, 2], "padding": [0, 0], "dilation": [1, 1],
+                                    "ceil_mode": 0})
+    return g
+
+
+def _exported_convnet(path: Path) -> bool:
+    """A small conv net with BatchNorm and a linear head, dynamic batch, exported by dt.export (if available)."""
+    try:
+        import dtorch as dt
+        from dtorch import nn
+    except ImportError:
+        return False
+    if not hasattr(dt, "export"):
+        return False
+
+    class Net(nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.conv = nn.Conv2d(3, 4, 3, padding=1)
+            self.bn = nn.BatchNorm2d(4)
+            self.relu = nn.ReLU()
+            self.pool = nn.AdaptiveAvgPool2d(1)
+            self.fc = nn.Linear(4, 3)
+
+        def forward(self, x):  # type: ignore[no-untyped-def]
+            x = self.pool(self.relu(self.bn(self.conv(x))))
+            return self.fc(x.reshape(x.shape[0], -1))
+
+    model = Net()
+    model.eval()
+    dt.export(model, dt.randn(1, 3, 8, 8), str(path), dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
+              bundle_example=True)
+    return True
+
+
+def write_seeds(folder: Path) -> list[Path]:
+    folder.mkdir(parents=True, exist_ok=True)
+    chain = chain_model()
+    chain.set_test_vector([np.zeros((2, 8), np.float32)], [np.zeros((2, 8), np.float32)])
+    seeds = {"relu.dtm": relu_model(), "chain.dtm": chain, "conv.dtm": _conv_model()}
+    paths = []
+    for name, g in seeds.items():
+        paths.append(folder / name)
+        paths[-1].write_bytes(g.build())
+    if _exported_convnet(folder / "convnet.dtm"):
+        paths.append(folder / "convnet.dtm")
+    return paths
+
+
+def test_mutated_models_are_refused_or_run(driver: Path, tmp_path: Path) -> None:
+    seeds = write_seeds(tmp_path / "seeds")
+    crashes = tmp_path / "crashes"
+    crashes.mkdir()
+    r = subprocess.run([str(driver), "--iterations", str(ITERATIONS), "--seed", "1", "--max-seconds", str(MAX_SECONDS),
+                        "--crash-dir", str(crashes), *map(str, seeds)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, (f"fuzz-smoke exit code {r.returncode}; saved inputs: {sorted(crashes.iterdir())}\n"
+                               + r.stdout[-2000:] + r.stderr[-6000:])
+    m = SUMMARY.search(r.stdout)
+    assert m, r.stdout
+    total, ran, rejected, _too_large = map(int, m.groups())
+    print(r.stdout.strip())
+    assert total >= 500, f"only {total} mutations ran within {MAX_SECONDS} s"
+    assert ran > 0 and rejected > 0, r.stdout
+
+
+def test_saved_reproducers_are_handled(driver: Path) -> None:
+    files = sorted((ROOT / "runtime" / "fuzz" / "crashes").glob("*.dtm"))
+    if not files:
+        pytest.skip("no saved reproducers in runtime/fuzz/crashes/")
+    r = subprocess.run([str(driver), "--replay", *map(str, files)], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-6000:]
