@@ -64,12 +64,20 @@ constexpr uint64_t optional_inputs(int slot, Rest... rest) {
   return (uint64_t{1} << slot) | optional_inputs(rest...);
 }
 
+// Kernel sets: "portable" (kernels/portable/, rank 0, always built: the reference and the fallback) and
+// per-architecture sets (kernels/<isa>/, e.g. "x86", rank 10) that register under the same operator names
+// only when built for that architecture and when the CPU they run on supports them.
+constexpr int kPortableKernelRank = 0;
+constexpr int kX86KernelRank = 10;
+
 struct KernelDef {
   const char* op;    // the operator name (OPS.md)
   DType dtype;       // the dtype of the first input this kernel handles
   InferFn infer;
   RunFn run;
   KernelArity arity;
+  const char* kernel_set;  // "portable", "x86", ...
+  int priority;            // find_kernel returns the highest-priority kernel of an (op, dtype)
 };
 
 // Checks a node's input and output counts against the kernel's arity. `absent` has bit i set when input i
@@ -77,19 +85,27 @@ struct KernelDef {
 // caller adds where the node is).
 Status check_kernel_arity(const KernelDef& def, int n_in, uint64_t absent, int n_out);
 
-// The registry: kernels register themselves at static-initialization time.
+// The registry: kernels register themselves at static-initialization time. Several kernel sets may register
+// the same (op, dtype) at different priorities; the same (op, dtype) twice at one priority (or twice in one
+// set) is a build bug and stops the process at start-up.
 bool register_kernel(const KernelDef& def);
+// The kernel to run: the highest-priority one registered for (op, dtype), or null.
 const KernelDef* find_kernel(const char* op, DType dtype);
-// All registered kernels (for --info and tests); returns the count and sets *defs.
+// The kernel of one kernel set (e.g. "portable": tests compare optimized sets against it; optimized kernels
+// delegate the cases they do not handle to it), or null.
+const KernelDef* find_kernel_in_set(const char* op, DType dtype, const char* kernel_set);
+// All registered kernels of every set (for --info and tests); returns the count and sets *defs.
 size_t registered_kernels(const KernelDef* const** defs);
 
 #define DTORCH_KERNEL_CONCAT_(a, b) a##b
 #define DTORCH_KERNEL_CONCAT(a, b) DTORCH_KERNEL_CONCAT_(a, b)
 // DTORCH_REGISTER_KERNEL("conv2d", DType::kFloat32, infer, run, min_inputs, max_inputs (-1: variadic),
 //                        optional-input mask (e.g. ::dtorch::optional_inputs(2)), num_outputs);
+// (The portable kernel set; per-architecture sets use their own macro, e.g. kernels/x86/x86.h.)
 #define DTORCH_REGISTER_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out)                \
   static const bool DTORCH_KERNEL_CONCAT(dtorch_kernel_registered_, __LINE__) = ::dtorch::register_kernel( \
-      ::dtorch::KernelDef{op, dtype, infer, run, ::dtorch::KernelArity{min_in, max_in, optional, n_out}})
+      ::dtorch::KernelDef{op, dtype, infer, run, ::dtorch::KernelArity{min_in, max_in, optional, n_out},    \
+                          "portable", ::dtorch::kPortableKernelRank})
 
 // A small fixed-size thread pool. parallel_for splits [0, n) into contiguous chunks, one per thread,
 // in a fixed way that depends only on n and the pool size; each index is processed exactly once.

@@ -1,7 +1,9 @@
 // The kernel registry: a fixed-capacity table filled by DTORCH_REGISTER_KERNEL at static-initialization
 // time. The table is zero-initialized before any dynamic initializer runs, so registration order between
-// translation units does not matter, and nothing is allocated. Registering the same (op, dtype) twice,
-// or more than kMaxKernels kernels, is a build bug: the process stops at start-up with a message.
+// translation units does not matter, and nothing is allocated. Each (op, dtype) may have one kernel per
+// kernel set, at distinct priorities; find_kernel picks the highest. Registering the same (op, dtype) twice
+// at one priority or in one set, or more than kMaxKernels kernels, is a build bug: the process stops at
+// start-up with a message.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -41,10 +43,21 @@ bool register_kernel(const KernelDef& def) {
                  dtype_name(def.dtype));
     std::abort();
   }
-  if (find_kernel(def.op, def.dtype) != nullptr) {
-    std::fprintf(stderr, "dtorch: kernel '%s' (%s) is registered twice; each (op, dtype) needs exactly one kernel\n",
-                 def.op, dtype_name(def.dtype));
+  if (def.kernel_set == nullptr) {
+    std::fprintf(stderr, "dtorch: kernel '%s' (%s) is registered without a kernel set\n", def.op,
+                 dtype_name(def.dtype));
     std::abort();
+  }
+  for (size_t i = 0; i < r.count; ++i) {
+    const KernelDef& o = r.defs[i];
+    if (o.dtype != def.dtype || std::strcmp(o.op, def.op) != 0) continue;
+    if (o.priority == def.priority || std::strcmp(o.kernel_set, def.kernel_set) == 0) {
+      std::fprintf(stderr,
+                   "dtorch: kernel '%s' (%s) is registered twice at priority %d (sets '%s' and '%s'); each (op, "
+                   "dtype) needs exactly one kernel per kernel set, at distinct priorities\n",
+                   def.op, dtype_name(def.dtype), def.priority, o.kernel_set, def.kernel_set);
+      std::abort();
+    }
   }
   if (r.count >= kMaxKernels) {
     std::fprintf(stderr, "dtorch: more than %zu kernels registered; raise kMaxKernels in runtime/core/registry.cc\n",
@@ -60,8 +73,21 @@ bool register_kernel(const KernelDef& def) {
 const KernelDef* find_kernel(const char* op, DType dtype) {
   if (op == nullptr) return nullptr;
   const Registry& r = registry();
+  const KernelDef* best = nullptr;
   for (size_t i = 0; i < r.count; ++i)
-    if (r.defs[i].dtype == dtype && std::strcmp(r.defs[i].op, op) == 0) return &r.defs[i];
+    if (r.defs[i].dtype == dtype && std::strcmp(r.defs[i].op, op) == 0 &&
+        (best == nullptr || r.defs[i].priority > best->priority))
+      best = &r.defs[i];
+  return best;
+}
+
+const KernelDef* find_kernel_in_set(const char* op, DType dtype, const char* kernel_set) {
+  if (op == nullptr || kernel_set == nullptr) return nullptr;
+  const Registry& r = registry();
+  for (size_t i = 0; i < r.count; ++i)
+    if (r.defs[i].dtype == dtype && std::strcmp(r.defs[i].op, op) == 0 &&
+        std::strcmp(r.defs[i].kernel_set, kernel_set) == 0)
+      return &r.defs[i];
   return nullptr;
 }
 

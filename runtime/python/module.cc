@@ -1,7 +1,9 @@
 // dtorch.runtime._C: the pybind11 binding of the C++ runtime.
-//   run_kernel(op, attrs, inputs, threads=1, output_dtypes=None, num_outputs=1) -> list[np.ndarray]
-//       runs one kernel on NumPy arrays (the kernel tests use it)
-//   registered_kernels() -> list[(op, dtype)]
+//   run_kernel(op, attrs, inputs, threads=1, output_dtypes=None, num_outputs=1, kernel_set=None)
+//       -> list[np.ndarray]: runs one kernel on NumPy arrays (the kernel tests use it); kernel_set=None runs the
+//       kernel a session would (the highest priority), "portable"/"x86"/... the one of that kernel set
+//   registered_kernels() -> list[(op, dtype)]  (each pair once, whatever the number of kernel sets)
+//   registered_kernel_sets() -> list[(op, dtype, kernel_set, priority)]
 //   Session: the model session behind dtorch.runtime.InferenceSession (see dtorch/runtime/__init__.py)
 // Errors raise InvalidModelError / VersionMismatchError (ValueError), UnsupportedError
 // (NotImplementedError), ValueError (invalid argument), OSError (I/O) or RuntimeError (internal).
@@ -150,7 +152,7 @@ flatbuffers::Offset<dtm::Attr> build_attr(flatbuffers::FlatBufferBuilder& fbb, c
 }
 
 py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list& inputs, int threads,
-                    py::object output_dtypes, int num_outputs) {
+                    py::object output_dtypes, int num_outputs, py::object kernel_set) {
   if (threads < 1) throw_status(Status(StatusCode::kInvalidArgument, "threads must be >= 1"));
   if (num_outputs < 1 || num_outputs > 16)
     throw_status(Status(StatusCode::kInvalidArgument, "num_outputs must be in 1..16"));
@@ -179,10 +181,21 @@ py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list
       first_float = static_cast<int>(i);
   }
   if (first < 0) throw_status(Status(StatusCode::kInvalidArgument, "run_kernel needs at least one input array"));
-  const KernelDef* k = find_kernel(op.c_str(), in[first].dtype);
-  if (k == nullptr)
-    throw_status(Status(StatusCode::kUnsupported, "no kernel for operator '" + op + "' (" +
-                                                      dtype_name(in[first].dtype) + ") in this runtime build"));
+  const KernelDef* k = nullptr;
+  if (kernel_set.is_none()) {
+    k = find_kernel(op.c_str(), in[first].dtype);
+    if (k == nullptr)
+      throw_status(Status(StatusCode::kUnsupported, "no kernel for operator '" + op + "' (" +
+                                                        dtype_name(in[first].dtype) + ") in this runtime build"));
+  } else {
+    const std::string set = kernel_set.cast<std::string>();
+    k = find_kernel_in_set(op.c_str(), in[first].dtype, set.c_str());
+    if (k == nullptr)
+      throw_status(Status(StatusCode::kUnsupported,
+                          "no kernel for operator '" + op + "' (" + dtype_name(in[first].dtype) +
+                              ") in kernel set '" + set +
+                              "' (not built for this architecture, not supported by this CPU, or no such set)"));
+  }
 
   uint64_t absent = 0;
   for (size_t i = 0; i < inputs.size() && i < 64; ++i)
@@ -243,8 +256,21 @@ py::list list_kernels() {
   std::vector<std::pair<std::string, std::string>> v;
   for (size_t i = 0; i < n; ++i) v.emplace_back(defs[i]->op, dtype_name(defs[i]->dtype));
   std::sort(v.begin(), v.end());
+  v.erase(std::unique(v.begin(), v.end()), v.end());
   py::list out;
   for (const auto& p : v) out.append(py::make_tuple(p.first, p.second));
+  return out;
+}
+
+py::list list_kernel_sets() {
+  const KernelDef* const* defs = nullptr;
+  const size_t n = registered_kernels(&defs);
+  std::vector<std::tuple<std::string, std::string, std::string, int>> v;
+  for (size_t i = 0; i < n; ++i)
+    v.emplace_back(defs[i]->op, dtype_name(defs[i]->dtype), defs[i]->kernel_set, defs[i]->priority);
+  std::sort(v.begin(), v.end());
+  py::list out;
+  for (const auto& t : v) out.append(py::make_tuple(std::get<0>(t), std::get<1>(t), std::get<2>(t), std::get<3>(t)));
   return out;
 }
 
@@ -380,7 +406,9 @@ PYBIND11_MODULE(_C, m) {
   m.attr("RUNTIME_VERSION") = kRuntimeVersion;
   m.def("run_kernel", &run_kernel, py::arg("op"), py::arg("attrs"), py::arg("inputs"), py::kw_only(),
         py::arg("threads") = 1, py::arg("output_dtypes") = py::none(), py::arg("num_outputs") = 1,
-        "Run one kernel on NumPy arrays (None = absent optional input); returns the outputs.");
+        py::arg("kernel_set") = py::none(),
+        "Run one kernel on NumPy arrays (None = absent optional input); returns the outputs. kernel_set=None "
+        "runs the highest-priority kernel (what a session runs); a name ('portable', 'x86') runs that set's.");
   m.def(
       "plan_greedy_by_size",
       [](const std::vector<std::tuple<size_t, int, int, int64_t>>& items) {
@@ -401,6 +429,8 @@ PYBIND11_MODULE(_C, m) {
       "The runtime's arena planner on (size, first, last, id) tuples: returns (offsets, arena_size); for "
       "cross-checking the exporter's planner.");
   m.def("registered_kernels", &list_kernels, "All (op, dtype) pairs this build has kernels for, sorted.");
+  m.def("registered_kernel_sets", &list_kernel_sets,
+        "Every registered kernel as (op, dtype, kernel_set, priority), sorted; sets the CPU lacks are absent.");
   py::class_<PySession>(m, "Session", "A loaded .dtm model (use dtorch.runtime.InferenceSession).")
       .def_static("from_file", &PySession::from_file, py::arg("path"), py::arg("threads") = 1)
       .def_static("from_bytes", &PySession::from_bytes, py::arg("data"), py::arg("threads") = 1)

@@ -1,0 +1,42 @@
+// The x86-64 kernel set: registration only on CPUs with AVX2 and FMA.
+//
+// The files of kernels/x86/ are compiled only for x86-64 targets, with -mavx2 -mfma on top of the runtime's
+// flags (still -ffp-contract=off: the compiler never fuses a multiply and an add on its own). Everything else
+// in the binary keeps the baseline ISA, so the same binary runs on any x86-64 CPU: each x86 kernel registers
+// itself (at priority kX86KernelRank, above portable) only when the CPU supports AVX2 and FMA, from a
+// function compiled for the baseline x86-64 ISA (SSE2: nothing newer runs before the check).
+//
+// Inline functions from shared headers (util.h, activation.h, the standard library) are also emitted by these
+// AVX2 translation units; both build descriptions link the x86 objects after the portable ones, so the linker
+// keeps the baseline copies of those shared definitions.
+#pragma once
+
+#if !defined(__x86_64__) || !defined(__AVX2__) || !defined(__FMA__)
+#error "kernels/x86 is built only for x86-64, with -mavx2 -mfma (see setup.py and SConstruct)"
+#endif
+
+#include "core/kernel.h"
+
+namespace dtorch {
+namespace kernels {
+
+// Whether this CPU runs the x86 kernel set. Compiled for the baseline ISA (no-sse3 also turns off everything
+// -mavx2 -mfma imply: SSSE3, SSE4.x, AVX, AVX2, FMA), as is the registration function below.
+__attribute__((target("no-sse3"), noinline)) inline bool x86_avx2_fma_supported() {
+  __builtin_cpu_init();  // may run before libgcc's own constructor (static initialization order)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+}  // namespace kernels
+}  // namespace dtorch
+
+// DTORCH_REGISTER_X86_KERNEL: as DTORCH_REGISTER_KERNEL, in the "x86" set, and only on AVX2+FMA CPUs.
+// One per file (the registration function has a fixed name inside the file).
+#define DTORCH_REGISTER_X86_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out)                       \
+  __attribute__((target("no-sse3"), noinline)) static bool dtorch_x86_register_kernel() {                        \
+    if (!::dtorch::kernels::x86_avx2_fma_supported()) return false;                                             \
+    return ::dtorch::register_kernel(::dtorch::KernelDef{op, dtype, infer, run,                                 \
+                                                         ::dtorch::KernelArity{min_in, max_in, optional, n_out}, \
+                                                         "x86", ::dtorch::kX86KernelRank});                     \
+  }                                                                                                             \
+  static const bool dtorch_x86_kernel_registered = dtorch_x86_register_kernel()

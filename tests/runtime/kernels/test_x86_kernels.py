@@ -1,0 +1,142 @@
+"""The x86-64 kernel set (runtime/kernels/x86, AVX2): registered above portable on CPUs with AVX2 and FMA, and
+bit-identical to the portable kernels (same per-output accumulation order) on shapes that hit every edge tile
+(6 x 16 register tiles, 48 x 128 work units, 16-column packed panels), for 1, 2 and 3 threads."""
+
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+import pytest
+import torch
+import torch.nn.functional as F
+
+from .helpers import _C, assert_close, rand
+
+X86_OPS = ("conv2d", "linear", "matmul")
+
+
+def _x86_active() -> tuple[bool, str]:
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return False, f"not an x86-64 machine ({platform.machine()}): the x86 kernel set is not built"
+    sets = {(op, ks) for op, dt, ks, _ in _C.registered_kernel_sets() if dt == "float32"}
+    missing = [op for op in X86_OPS if (op, "x86") not in sets]
+    if missing:
+        return False, f"this CPU lacks AVX2/FMA (or the build lacks kernels/x86): no x86 kernel for {missing}"
+    return True, ""
+
+
+_ACTIVE, _WHY = _x86_active()
+if not _ACTIVE:
+    print(f"test_x86_kernels: skipped: {_WHY}")
+pytestmark = pytest.mark.skipif(not _ACTIVE, reason=_WHY)
+
+
+def _both(op: str, attrs: dict, inputs: list, threads: int = 1) -> tuple[np.ndarray, np.ndarray]:
+    x86 = _C.run_kernel(op, attrs, inputs, threads=threads, kernel_set="x86")[0]
+    ref = _C.run_kernel(op, attrs, inputs, threads=threads, kernel_set="portable")[0]
+    return x86, ref
+
+
+def _check(op: str, attrs: dict, inputs: list) -> np.ndarray:
+    one, ref = _both(op, attrs, inputs, threads=1)
+    np.testing.assert_array_equal(one, ref)
+    assert np.array_equal(np.signbit(one), np.signbit(ref))
+    # The default kernel (what a session runs) is the x86 one.
+    np.testing.assert_array_equal(_C.run_kernel(op, attrs, inputs)[0], one)
+    for t in (2, 3):
+        np.testing.assert_array_equal(_C.run_kernel(op, attrs, inputs, threads=t, kernel_set="x86")[0], one)
+    return one
+
+
+def test_x86_kernels_rank_above_portable() -> None:
+    sets = {(op, ks): prio for op, dt, ks, prio in _C.registered_kernel_sets() if dt == "float32"}
+    for op in X86_OPS:
+        assert sets[(op, "x86")] > sets[(op, "portable")]
+    assert len({k for k in _C.registered_kernels()}) == len(_C.registered_kernels())
+
+
+MNK = [(1, 1, 1), (1, 16, 8), (5, 15, 3), (6, 16, 16), (7, 17, 9), (12, 33, 31), (13, 31, 64), (47, 129, 70),
+       (48, 128, 5), (49, 257, 33), (96, 300, 17), (3, 1, 40), (2, 5, 0), (0, 4, 3)]
+
+
+@pytest.mark.parametrize("m,n,k", MNK)
+def test_matmul_x86_equals_portable(m, n, k):
+    rng = np.random.default_rng(m * 100000 + n * 100 + k)
+    a, b = rand(rng, m, k), rand(rng, k, n)
+    got = _check("matmul", {}, [a, b])
+    if m * n:
+        assert_close(got, torch.matmul(torch.tensor(a), torch.tensor(b)).numpy())
+
+
+@pytest.mark.parametrize("sa,sb", [((3, 7, 5), (5, 18)), ((2, 1, 4, 9), (3, 9, 17)), ((9,), (9, 20)), ((4, 9), (9,)),
+                                   ((11,), (11,)), ((2, 3, 6, 13), (2, 3, 13, 16))])
+def test_matmul_x86_batched_and_vectors(sa, sb):
+    rng = np.random.default_rng(len(sa) * 10 + len(sb))
+    a, b = rand(rng, *sa), rand(rng, *sb)
+    got = _check("matmul", {}, [a, b])
+    assert_close(got, torch.matmul(torch.tensor(a), torch.tensor(b)).numpy())
+
+
+LINEAR = [(1, 1, 1), (1, 7, 3), (1, 8, 8), (1, 512, 77), (1, 1000, 10), (1, 33, 65), (3, 13, 9), (9, 8, 65),
+          (37, 130, 67), (2, 17, 129)]
+
+
+@pytest.mark.parametrize("rows,k,m", LINEAR)
+@pytest.mark.parametrize("act", ["none", "relu", "gelu"])
+def test_linear_x86_equals_portable(rows, k, m, act):
+    rng = np.random.default_rng(rows * 1000 + k + m)
+    x, w, b = rand(rng, rows, k), rand(rng, m, k), rand(rng, m)
+    got = _check("linear", dict(activation=act), [x, w, b])
+    _check("linear", {}, [x, w, None])
+    if act == "none":
+        assert_close(got, F.linear(torch.tensor(x), torch.tensor(w), torch.tensor(b)).numpy())
+
+
+CONV = [  # (N, C, H, W, O, kh, kw, stride, padding(t,b,l,r), dilation, groups)
+    (1, 3, 224, 224, 16, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1),   # a stem: many full panels
+    (2, 7, 11, 13, 9, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),      # OH*OW = 143: a partial last panel
+    (3, 5, 9, 9, 37, 2, 2, (2, 3), (1, 0, 0, 1), (1, 2), 1),       # O = 37: partial row tiles
+    (1, 16, 17, 19, 49, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),    # pointwise: unpacked, masked right edge
+    (1, 4, 9, 9, 6, 1, 1, (2, 2), (1, 1, 1, 1), (1, 1), 1),        # 1x1 strided and padded: im2col
+    (1, 8, 20, 23, 50, 5, 3, (1, 2), (2, 0, 1, 3), (2, 1), 1),     # dilated, asymmetric padding
+    (1, 1, 12, 12, 5, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),      # one input channel: portable's depthwise
+    (1, 6, 15, 9, 10, 3, 5, (2, 1), (0, 2, 1, 3), (2, 1), 2),      # grouped: delegated to portable
+    (2, 8, 19, 21, 8, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 8),      # depthwise: delegated to portable
+    (1, 3, 5, 5, 4, 5, 5, (1, 1), (0, 0, 0, 0), (1, 1), 1),        # one output position
+]
+
+
+def _conv_ref(x, wt, b, stride, pad, dil, groups):
+    xt = F.pad(torch.tensor(x), (pad[2], pad[3], pad[0], pad[1]))
+    return F.conv2d(xt, torch.tensor(wt), None if b is None else torch.tensor(b), stride=stride, dilation=dil,
+                    groups=groups).numpy()
+
+
+@pytest.mark.parametrize("case", CONV)
+@pytest.mark.parametrize("act", ["none", "relu", "relu6", "silu"])
+def test_conv2d_x86_equals_portable(case, act):
+    n, c, h, w, o, kh, kw, stride, pad, dil, groups = case
+    rng = np.random.default_rng(n + c * 7 + h * 31 + o * 101 + kh)
+    x, wt, b = rand(rng, n, c, h, w), rand(rng, o, c // groups, kh, kw), rand(rng, o)
+    attrs = dict(stride=list(stride), padding=list(pad), dilation=list(dil), groups=groups, activation=act)
+    got = _check("conv2d", attrs, [x, wt, b])
+    _check("conv2d", dict(attrs, activation="none"), [x, wt, None])
+    if act == "none":
+        assert_close(got, _conv_ref(x, wt, b, stride, pad, dil, groups))
+
+
+def test_x86_special_values_match_portable():
+    rng = np.random.default_rng(3)
+    a, b = rand(rng, 7, 20), rand(rng, 20, 19)
+    a[0, 3], a[2, 5], b[4, 7], b[9, 18] = np.inf, np.nan, -np.inf, np.nan
+    _check("matmul", {}, [a, b])
+    z = np.zeros((5, 9), np.float32)
+    z[1] = -0.0
+    _check("matmul", {}, [z, -np.ones((9, 17), np.float32)])
+    _check("linear", dict(activation="relu"), [a, b.T.copy(), None])
+
+
+def test_unknown_kernel_set_is_an_error():
+    with pytest.raises(NotImplementedError, match="kernel set 'nope'"):
+        _C.run_kernel("relu", {}, [np.zeros(2, np.float32)], kernel_set="nope")
