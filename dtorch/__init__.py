@@ -1,154 +1,62 @@
 """DTorch: a PyTorch-style deep-learning framework whose models export to one `.dtm` file and run on
-small devices through a pruned C++ runtime. `import dtorch as dt`."""
+small devices through a pruned C++ runtime. `import dtorch as dt`.
+
+The package root is light: the eager API (`dtorch/_api.py`) and the user-facing subpackages load on
+first attribute access, so `import dtorch.runtime` (inference only) starts fast. Everything is
+available as usual: `dt.tensor`, `dt.nn`, `dt.optim`, ...
+"""
 
 from __future__ import annotations
 
-from . import _memory, _tensor_methods  # noqa: F401  (_tensor_methods attaches methods to Tensor)
-from ._functions import *
-from ._functions import (  # noqa: F401
-    abs,
-    add,
-    all,
-    any,
-    argmax,
-    argmin,
-    cat,
-    chunk,
-    clamp,
-    div,
-    exp,
-    flatten,
-    log,
-    matmul,
-    max,
-    mean,
-    min,
-    mul,
-    permute,
-    pow,
-    reshape,
-    round,
-    sigmoid,
-    split,
-    sqrt,
-    squeeze,
-    stack,
-    std,
-    sub,
-    sum,
-    tanh,
-    transpose,
-    unsqueeze,
-    var,
-    where,
-)
+import importlib as _importlib
+import os as _os
+from typing import Any as _Any
+
 from ._version import __version__
-from .amp.autocast_mode import autocast
-from .autograd.grad_mode import enable_grad, inference_mode, is_grad_enabled, no_grad, set_grad_enabled  # noqa: F401
-from .creation import (  # noqa: F401
-    arange,
-    as_tensor,
-    asarray,
-    bernoulli,
-    empty,
-    empty_like,
-    eye,
-    from_numpy,
-    full,
-    full_like,
-    linspace,
-    logspace,
-    multinomial,
-    normal,
-    ones,
-    ones_like,
-    rand,
-    rand_like,
-    randint,
-    randint_like,
-    randn,
-    randn_like,
-    randperm,
-    tensor,
-    zeros,
-    zeros_like,
-)
-from .device import DeviceError, available_backends, device
-from .dtypes import (  # noqa: F401
-    bfloat16,
-    bool_,
-    double,
-    dtype,
-    float16,
-    float32,
-    float64,
-    get_default_dtype,
-    half,
-    int8,
-    int16,
-    int32,
-    int64,
-    long,
-    promote_types,
-    set_default_dtype,
-    short,
-    uint8,
-)
-from .dtypes import float as float
-from .dtypes import int as int
-from .random import Generator, get_rng_state, initial_seed, manual_seed, seed, set_rng_state  # noqa: F401
-from .tensor import Size, Tensor
 
-bool = bool_
-
-_memory.tune_malloc()
+# subpackages a user reaches as attributes (dt.nn, dt.optim, ...): imported on first access
+_LAZY_SUBPACKAGES = frozenset({"nn", "optim", "data", "vision", "amp", "autograd", "utils", "runtime", "edge",
+                               "random", "serialization", "models"})
+# every module of the package: `from . import X` inside dtorch imports X itself and never loads the API
+# (which would be circular while a module is half-initialized); names that are both a module and an API
+# object (dt.tensor is a function, dt.device a class) are the API object
+_MODULES = frozenset(n[:-3] if n.endswith(".py") else n for n in _os.listdir(_os.path.dirname(_os.path.abspath(__file__)))
+                     if not n.startswith((".", "__")))
+_API_OVER_MODULE = frozenset({"tensor", "device"})
+_api_loaded = False
 
 
-def is_tensor(obj: object) -> bool:
-    return isinstance(obj, Tensor)
+def _load_api() -> None:
+    global _api_loaded
+    if _api_loaded:
+        return
+    _api_loaded = True
+    api = _importlib.import_module("._api", __name__)
+    g = globals()
+    for key, value in vars(api).items():
+        if not key.startswith("_") and key != "annotations":
+            g[key] = value  # (overrides submodule attributes of the same name, e.g. dt.tensor is the function)
 
 
-def is_floating_point(t: Tensor) -> bool:
-    return t.is_floating_point()
-
-
-def numel(t: Tensor) -> int:
-    return t.numel()
-
-
-def result_type(a: object, b: object) -> dtype:
-    from .dtypes import result_type as _rt
-
-    return _rt(a, b)
-
-
-def export(model: object, args: object, f: object, *, opset: int = 13, input_names: list[str] | None = None,
-           output_names: list[str] | None = None, dynamic_axes: dict[str, object] | None = None,
-           bundle_example: bool = False) -> object:
-    """Trace `model(*args)` (in eval mode, under no_grad) and write it to the `.dtm` file `f`.
-
-    `args` is the example input: a Tensor or a tuple of Tensors. `input_names`/`output_names` default to
-    "input"/"output" ("input0", "input1", ... when several). `dynamic_axes` maps a name to {dim: "name"} for
-    dimensions that may change at run time, e.g. {"input": {0: "batch"}, "output": {0: "batch"}}.
-    `bundle_example=True` stores the example input and the eager output in the file for device self-tests.
-    Returns a `dtorch._export.ExportResult`; raises `dtorch._export.ExportError` with what to change.
-    """
-    from ._export import export as _export
-
-    return _export(model, args, f, opset=opset, input_names=input_names, output_names=output_names,  # type: ignore[arg-type]
-                   dynamic_axes=dynamic_axes, bundle_example=bundle_example)
-
-
-def __getattr__(name: str):  # type: ignore[no-untyped-def]
-    # Subpackages load on first use so `import dtorch` stays fast.
-    import importlib
-
-    if name in ("nn", "optim", "data", "vision", "amp", "autograd", "utils", "runtime", "edge", "random",
-                "serialization"):
-        return importlib.import_module(f".{name}", __name__)
+def __getattr__(name: str) -> _Any:
+    if name in _LAZY_SUBPACKAGES:
+        return _importlib.import_module(f".{name}", __name__)
     if name in ("save", "load"):
-        return getattr(importlib.import_module(".serialization", __name__), name)
+        return getattr(_importlib.import_module(".serialization", __name__), name)
+    if name.startswith("__"):
+        raise AttributeError(name)
+    if name in _MODULES and name not in _API_OVER_MODULE:
+        return _importlib.import_module(f".{name}", __name__)
+    if not _api_loaded:
+        _load_api()
+        if name in globals():
+            return globals()[name]
     raise AttributeError(f"module 'dtorch' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    _load_api()
+    return sorted(set(globals()) | _LAZY_SUBPACKAGES)
 
 
 __all__ = ["Tensor", "Size", "tensor", "device", "dtype", "autocast", "no_grad", "enable_grad", "manual_seed",

@@ -561,3 +561,10 @@ def _norm_dim(dim: int, ndim: int) -> int:
     if not -n <= dim < n:
         raise IndexError(f"Dimension out of range (expected to be in range of [{-n}, {n - 1}], but got {dim})")
     return dim % n
+
+
+# Attach the operator methods (x.add, x @ y, x.sum(), ...) and apply the allocator policy whenever Tensor
+# itself is imported, however the package was entered (the root package loads its API lazily).
+from . import _functions, _memory  # noqa: E402,F401  (_functions attaches the methods when it completes)
+
+_memory.tune_malloc()
