@@ -47,5 +47,34 @@ inline Status adaptive_infer(const char* op, const Attrs& attrs, const TensorVie
   return Status::Ok();
 }
 
+// The adaptive pools' run: checks, then for every (N*C) plane (one plane per thread at a time) and every
+// output cell, window_fn(plane, W, r0, r1, c0, c1) reduces the window rows [r0, r1) x columns [c0, c1).
+template <typename WindowFn>
+Status adaptive_run(const char* op, const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out,
+                    int n_out, WindowFn window_fn) {
+  Shape expect;
+  int64_t oh = 0, ow = 0;
+  DTORCH_RETURN_IF_ERROR(adaptive_infer(op, *ctx.attrs, in, n_in, &expect, n_out, &oh, &ow));
+  const int64_t h = in[0].shape.dims[2], w = in[0].shape.dims[3];
+  const float* x = in[0].as<const float>();
+  float* y = out[0].as<float>();
+  parallel_chunks(ctx.pool, in[0].shape.dims[0] * in[0].shape.dims[1], 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      const float* xp = x + p * h * w;
+      float* yp = y + p * oh * ow;
+      for (int64_t i = 0; i < oh; ++i) {
+        int64_t r0, r1;
+        adaptive_window(i, h, oh, &r0, &r1);
+        for (int64_t j = 0; j < ow; ++j) {
+          int64_t c0, c1;
+          adaptive_window(j, w, ow, &c0, &c1);
+          yp[i * ow + j] = window_fn(xp, w, r0, r1, c0, c1);
+        }
+      }
+    }
+  });
+  return Status::Ok();
+}
+
 }  // namespace kernels
 }  // namespace dtorch

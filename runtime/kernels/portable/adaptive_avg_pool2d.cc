@@ -16,31 +16,13 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
 }
 
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-  Shape expect;
-  int64_t oh = 0, ow = 0;
-  DTORCH_RETURN_IF_ERROR(kernels::adaptive_infer(kOp, *ctx.attrs, in, n_in, &expect, n_out, &oh, &ow));
-  const int64_t h = in[0].shape.dims[2], w = in[0].shape.dims[3];
-  const float* x = in[0].as<const float>();
-  float* y = out[0].as<float>();
-  kernels::parallel_chunks(ctx.pool, in[0].shape.dims[0] * in[0].shape.dims[1], 1, [&](int64_t p0, int64_t p1) {
-    for (int64_t p = p0; p < p1; ++p) {
-      const float* xp = x + p * h * w;
-      float* yp = y + p * oh * ow;
-      for (int64_t i = 0; i < oh; ++i) {
-        int64_t r0, r1;
-        kernels::adaptive_window(i, h, oh, &r0, &r1);
-        for (int64_t j = 0; j < ow; ++j) {
-          int64_t c0, c1;
-          kernels::adaptive_window(j, w, ow, &c0, &c1);
-          double sum = 0.0;
-          for (int64_t r = r0; r < r1; ++r)
-            for (int64_t c = c0; c < c1; ++c) sum += xp[r * w + c];
-          yp[i * ow + j] = static_cast<float>(sum / static_cast<double>((r1 - r0) * (c1 - c0)));
-        }
-      }
-    }
-  });
-  return Status::Ok();
+  return kernels::adaptive_run(kOp, ctx, in, n_in, out, n_out,
+                               [](const float* xp, int64_t w, int64_t r0, int64_t r1, int64_t c0, int64_t c1) {
+                                 double sum = 0.0;
+                                 for (int64_t r = r0; r < r1; ++r)
+                                   for (int64_t c = c0; c < c1; ++c) sum += xp[r * w + c];
+                                 return static_cast<float>(sum / static_cast<double>((r1 - r0) * (c1 - c0)));
+                               });
 }
 
 }  // namespace
