@@ -2,9 +2,10 @@
 
 The extension compiles the runtime core, the portable kernels and the pybind11 module from ``runtime/``
 with the runtime's flags (C++17, -Wall -Wextra -Werror, -ffp-contract=off, never -ffast-math). On x86-64 the
-x86 kernel set (runtime/kernels/x86/*.cc) is added, each of its files compiled with -mavx2 -mfma on top of those
-flags (and linked after the portable files); every other file keeps the baseline ISA, and the x86 kernels
-register themselves only on CPUs with AVX2 and FMA.
+x86 kernel sets are added: runtime/kernels/x86 (AVX2 + FMA flags) and runtime/kernels/avx512 (AVX-512
+F/BW/DQ/VL + FMA), each file compiled with its set's flags on top of those (and linked after the portable
+files); every other file keeps the baseline ISA, and each set's kernels register themselves only on CPUs
+that have its ISA.
 ``pip install -e .`` builds it in place; set ``DTORCH_BUILD_JOBS`` to choose the number of parallel
 compile jobs (default: the number of CPUs).
 """
@@ -21,8 +22,11 @@ from setuptools import setup
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
-X86_DIR = "runtime/kernels/x86/"
-X86_FLAGS = ["-mavx2", "-mfma"]
+# Per-directory ISA flags of the x86-64 kernel sets (kernels/x86/x86.h, kernels/avx512/avx512.h).
+ISA_FLAGS = {
+    "runtime/kernels/x86/": ["-mavx2", "-mfma"],
+    "runtime/kernels/avx512/": ["-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mfma"],
+}
 
 
 def _is_x86_64() -> bool:
@@ -33,7 +37,7 @@ def _sources() -> list[str]:
     patterns = ["runtime/core/*.cc", "runtime/kernels/common/*.cc", "runtime/kernels/portable/*.cc",
                 "runtime/python/module.cc"]
     if _is_x86_64():
-        patterns.append(X86_DIR + "*.cc")  # last: see runtime/kernels/x86/x86.h (link order)
+        patterns += [d + "*.cc" for d in ISA_FLAGS]  # last: see runtime/kernels/x86/x86.h (link order)
     found: list[str] = []
     for pattern in patterns:
         found += sorted(os.path.relpath(p, ROOT) for p in glob(os.path.join(ROOT, pattern)))
@@ -63,12 +67,14 @@ class RuntimeBuildExt(build_ext):  # type: ignore[misc]
             flags = getattr(self.compiler, attr, None)
             if isinstance(flags, list):
                 setattr(self.compiler, attr, [f for f in flags if f not in self._DROP])
-        # Per-file flags: only the x86 kernel set is compiled with AVX2 + FMA.
+        # Per-file flags: only the x86-64 kernel sets are compiled with their ISA extensions.
         compile_one = self.compiler._compile
 
         def _compile(obj, src, ext, cc_args, extra_postargs, pp_opts):  # type: ignore[no-untyped-def]
-            if os.path.relpath(os.path.abspath(src), ROOT).replace(os.sep, "/").startswith(X86_DIR):
-                extra_postargs = list(extra_postargs) + X86_FLAGS
+            rel = os.path.relpath(os.path.abspath(src), ROOT).replace(os.sep, "/")
+            for folder, flags in ISA_FLAGS.items():
+                if rel.startswith(folder):
+                    extra_postargs = list(extra_postargs) + flags
             compile_one(obj, src, ext, cc_args, extra_postargs, pp_opts)
 
         self.compiler._compile = _compile

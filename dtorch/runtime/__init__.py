@@ -41,6 +41,7 @@ FORMAT_VERSION: int = _C.FORMAT_VERSION
 
 __all__ = [
     "FORMAT_VERSION",
+    "KERNEL_POLICIES",
     "RUNTIME_VERSION",
     "InferenceSession",
     "InvalidModelError",
@@ -54,6 +55,8 @@ __all__ = [
 ]
 
 _BACKENDS = ["cpu"]
+# InferenceSession(kernels=...): which kernel sets may run (runtime/include/dtorch/types.h KernelPolicy).
+KERNEL_POLICIES = ("fast", "exact", "portable")
 
 _ONNX_TYPE = {
     "float32": "float", "float64": "double", "float16": "float16", "bfloat16": "bfloat16", "int64": "int64",
@@ -107,11 +110,15 @@ class InferenceSession:
 
     ``path_or_bytes``: a file path (the weights are used in place from a memory map) or the file's bytes.
     ``backend``: one of ``available_backends()``. ``threads``: worker threads for the big kernels
-    (default 1); results are identical for any count. A session is not thread-safe: use one per thread.
+    (default 1); results are identical for any count. ``kernels``: which kernel sets may run —
+    ``"fast"`` (default: the fastest this CPU has, e.g. the AVX-512 FMA set, within 1e-5 x the output scale
+    of the portable kernels), ``"exact"`` (only kernels with the portable kernels' bits: a host result then
+    matches an emulated or real board bit for bit) or ``"portable"`` (the reference kernels only).
+    A session is not thread-safe: use one per thread.
     """
 
     def __init__(self, path_or_bytes: str | os.PathLike[str] | bytes | bytearray | memoryview,
-                 backend: str = "cpu", threads: int | None = None) -> None:
+                 backend: str = "cpu", threads: int | None = None, kernels: str = "fast") -> None:
         if backend not in _BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; this build has {available_backends()}; "
                              f"use backend='cpu'")
@@ -119,19 +126,22 @@ class InferenceSession:
             threads = 1
         if isinstance(threads, bool) or not isinstance(threads, int) or threads < 1:
             raise ValueError(f"threads must be a positive int, got {threads!r}")
+        if kernels not in KERNEL_POLICIES:
+            raise ValueError(f"kernels must be one of {list(KERNEL_POLICIES)}, got {kernels!r}")
         self._backend = backend
         self._threads = threads
+        self._kernels = kernels
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
             self._path: str | None = None
             self._sess = _C.Session.from_bytes(bytes(path_or_bytes) if isinstance(path_or_bytes, memoryview)
-                                               else path_or_bytes, threads)
+                                               else path_or_bytes, threads, kernels)
         elif isinstance(path_or_bytes, (str, os.PathLike)):
             path = os.fspath(path_or_bytes)
             if not os.path.exists(path):
                 raise FileNotFoundError(f"model file not found: {path!r}; export one with dt.export(model, example, "
                                         f"{path!r})")
             self._path = path
-            self._sess = _C.Session.from_file(path, threads)
+            self._sess = _C.Session.from_file(path, threads, kernels)
         else:
             raise TypeError(f"InferenceSession needs a path or the model's bytes, got {type(path_or_bytes).__name__}")
         self._inputs = [_node_arg(d) for d in self._sess.inputs()]
@@ -145,6 +155,10 @@ class InferenceSession:
 
     def get_providers(self) -> list[str]:
         return [self._backend]
+
+    def node_kernels(self) -> list[tuple[str, str]]:
+        """The kernel each node runs, in execution order: ``(operator, kernel set)``, e.g. ``("conv2d", "avx512")``."""
+        return [(op, ks) for op, ks in self._sess.node_kernels()]
 
     @property
     def info(self) -> dict[str, Any]:

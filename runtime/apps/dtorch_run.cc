@@ -1,6 +1,7 @@
 // dtorch-run: run a .dtm model on .npy files with the DTorch runtime.
 //
 //   dtorch-run model.dtm --input x.npy [--input y.npy] --output out.npy [--output ...] [--threads N]
+//              [--kernels fast|exact|portable]   (kernel policy, SessionOptions::kernels; default fast)
 //   dtorch-run model.dtm --bench N [--input x.npy ...]     latency: min/median/p90/max in ms
 //   dtorch-run model.dtm --self-test                         run the bundled test vector: PASS/FAIL
 //   dtorch-run model.dtm --info                              versions, inputs/outputs, ops, memory
@@ -25,8 +26,8 @@ using namespace dtorch;
 namespace {
 
 const char kUsage[] =
-    "usage: dtorch-run MODEL.dtm [--input X.npy]... [--output Y.npy]... [--threads N] [--bench N] [--self-test] "
-    "[--info]";
+    "usage: dtorch-run MODEL.dtm [--input X.npy]... [--output Y.npy]... [--threads N] [--kernels fast|exact|portable] "
+    "[--bench N] [--self-test] [--info]";
 
 int fail(const std::string& msg, int code = 1) {
   std::string line = "dtorch-run: error: " + msg;
@@ -75,6 +76,13 @@ void print_info(const Session& s) {
   std::printf("weights bytes: %llu\n", static_cast<unsigned long long>(i.weights_bytes));
   std::printf("test vector: %s\n", i.has_test_vector ? "yes" : "no");
   for (const auto& kv : i.metadata) std::printf("metadata: %s = %s\n", kv.first.c_str(), kv.second.c_str());
+  // Which kernel set runs each operator under this session's policy (e.g. conv2d: avx512).
+  std::vector<std::pair<std::string, std::string>> seen;
+  for (const auto& nk : s.node_kernels())
+    if (std::find(seen.begin(), seen.end(), nk) == seen.end()) seen.push_back(nk);
+  std::string ks;
+  for (const auto& nk : seen) ks += (ks.empty() ? "" : " ") + nk.first + ":" + nk.second;
+  std::printf("kernels: %s\n", ks.c_str());
 }
 
 double to_double(const void* p, DType t, size_t i) {
@@ -97,6 +105,7 @@ int main(int argc, char** argv) {
   std::string model_path;
   std::vector<std::string> input_paths, output_paths;
   int threads = 1, bench = 0;
+  KernelPolicy kernels = KernelPolicy::kFast;
   bool self_test = false, info = false;
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
@@ -105,7 +114,7 @@ int main(int argc, char** argv) {
       (void)flag;
       return argv[++a];
     };
-    if (arg == "--input" || arg == "--output" || arg == "--threads" || arg == "--bench") {
+    if (arg == "--input" || arg == "--output" || arg == "--threads" || arg == "--bench" || arg == "--kernels") {
       const char* v = value(arg.c_str());
       if (v == nullptr) return fail(arg + " needs a value; " + kUsage, 2);
       if (arg == "--input") input_paths.push_back(v);
@@ -114,6 +123,8 @@ int main(int argc, char** argv) {
         return fail(std::string("--threads needs an integer in 1..1024, got '") + v + "'", 2);
       else if (arg == "--bench" && !parse_int(v, 1, 100000000, &bench))
         return fail(std::string("--bench needs a positive number of runs, got '") + v + "'", 2);
+      else if (arg == "--kernels" && !parse_kernel_policy(v, &kernels))
+        return fail(std::string("--kernels needs fast, exact or portable, got '") + v + "'", 2);
     } else if (arg == "--self-test") {
       self_test = true;
     } else if (arg == "--info") {
@@ -135,6 +146,7 @@ int main(int argc, char** argv) {
 
   SessionOptions options;
   options.num_threads = threads;
+  options.kernels = kernels;
   std::unique_ptr<Session> session;
   Status st = Session::Create(model_path, options, &session);
   if (!st.ok()) return fail(st.message());

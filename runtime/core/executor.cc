@@ -342,9 +342,12 @@ static Status finish_create(std::unique_ptr<Session::Impl> impl, const SessionOp
                   "num_threads must be between 1 and 1024, got " + std::to_string(options.num_threads));
   if (options.max_tensor_bytes == 0 || options.max_arena_bytes == 0)
     return Status(StatusCode::kInvalidArgument, "max_tensor_bytes and max_arena_bytes must be > 0");
+  if (options.kernels != KernelPolicy::kFast && options.kernels != KernelPolicy::kExact &&
+      options.kernels != KernelPolicy::kPortable)
+    return Status(StatusCode::kInvalidArgument, "kernels must be KernelPolicy::kFast, kExact or kPortable");
   impl->max_tensor_bytes = options.max_tensor_bytes;
   impl->max_arena_bytes = options.max_arena_bytes;
-  DTORCH_RETURN_IF_ERROR(load_model(impl->bytes, impl->size, &impl->m));
+  DTORCH_RETURN_IF_ERROR(load_model(impl->bytes, impl->size, &impl->m, options.kernels));
   impl->pool = new ThreadPool(options.num_threads);
   out->reset(make(std::move(impl)));
   return Status::Ok();
@@ -429,6 +432,13 @@ Status Session::CreateFromBuffer(const void* data, size_t size, const SessionOpt
 const std::vector<IOInfo>& Session::inputs() const { return impl_->m.input_info; }
 const std::vector<IOInfo>& Session::outputs() const { return impl_->m.output_info; }
 const ModelInfo& Session::info() const { return impl_->m.info; }
+std::vector<std::pair<std::string, std::string>> Session::node_kernels() const {
+  std::vector<std::pair<std::string, std::string>> out;
+  out.reserve(impl_->m.nodes.size());
+  for (const auto& n : impl_->m.nodes) out.emplace_back(n.op, n.kernel->kernel_set);
+  return out;
+}
+
 uint64_t Session::arena_bytes() const { return impl_->arena_size; }
 
 Status Session::Run(const TensorView* inputs, size_t num_inputs) {

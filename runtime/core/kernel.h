@@ -69,6 +69,7 @@ constexpr uint64_t optional_inputs(int slot, Rest... rest) {
 // only when built for that architecture and when the CPU they run on supports them.
 constexpr int kPortableKernelRank = 0;
 constexpr int kX86KernelRank = 10;
+constexpr int kAvx512KernelRank = 20;
 
 struct KernelDef {
   const char* op;    // the operator name (OPS.md)
@@ -78,6 +79,9 @@ struct KernelDef {
   KernelArity arity;
   const char* kernel_set;  // "portable", "x86", ...
   int priority;            // find_kernel returns the highest-priority kernel of an (op, dtype)
+  // Whether the kernel gives the portable kernel's bits on every input (the "exact" policy uses only these);
+  // false for sets that use FMA or another accumulation order (within their documented tolerance).
+  bool bit_exact = true;
 };
 
 // Checks a node's input and output counts against the kernel's arity. `absent` has bit i set when input i
@@ -89,8 +93,8 @@ Status check_kernel_arity(const KernelDef& def, int n_in, uint64_t absent, int n
 // the same (op, dtype) at different priorities; the same (op, dtype) twice at one priority (or twice in one
 // set) is a build bug and stops the process at start-up.
 bool register_kernel(const KernelDef& def);
-// The kernel to run: the highest-priority one registered for (op, dtype), or null.
-const KernelDef* find_kernel(const char* op, DType dtype);
+// The kernel to run: the highest-priority one registered for (op, dtype) that the policy allows, or null.
+const KernelDef* find_kernel(const char* op, DType dtype, KernelPolicy policy = KernelPolicy::kFast);
 // The kernel of one kernel set (e.g. "portable": tests compare optimized sets against it; optimized kernels
 // delegate the cases they do not handle to it), or null.
 const KernelDef* find_kernel_in_set(const char* op, DType dtype, const char* kernel_set);

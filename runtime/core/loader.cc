@@ -153,7 +153,7 @@ Status check_segment(const dtm::Model* model, int64_t seg, const std::string& wh
 
 }  // namespace
 
-Status load_model(const uint8_t* data, size_t size, LoadedModel* out) {
+Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPolicy policy) {
   LoadedModel& m = *out;
   m = LoadedModel();
   if (data == nullptr || size < 8)
@@ -333,7 +333,7 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out) {
       n.outputs.push_back(t);
     }
     const DType kdt = m.tensors[first_present >= 0 ? first_present : n.outputs[0]].dtype;
-    n.kernel = find_kernel(n.op, kdt);
+    n.kernel = find_kernel(n.op, kdt, policy);
     if (n.kernel == nullptr)
       return Status(StatusCode::kUnsupported, "model needs operator '" + std::string(n.op) + "' (" + dtype_name(kdt) +
                                                   "), which this runtime was built without");

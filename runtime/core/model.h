@@ -62,8 +62,9 @@ struct LoadedModel {
   int max_node_inputs = 0, max_node_outputs = 0;
 };
 
-// Checks `data` (a whole .dtm file, 64-byte aligned) and fills `out`. Never reads outside [data, data+size).
-Status load_model(const uint8_t* data, size_t size, LoadedModel* out);
+// Checks `data` (a whole .dtm file, 64-byte aligned) and fills `out`, binding each node to the kernel the policy
+// picks. Never reads outside [data, data+size).
+Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPolicy policy = KernelPolicy::kFast);
 
 // Caps that keep hostile files from asking for absurd work.
 constexpr int kMaxNodeArity = 64;

@@ -70,15 +70,48 @@ bool register_kernel(const KernelDef& def) {
   return true;
 }
 
-const KernelDef* find_kernel(const char* op, DType dtype) {
+namespace {
+
+bool policy_allows(KernelPolicy policy, const KernelDef& def) {
+  switch (policy) {
+    case KernelPolicy::kFast: return true;
+    case KernelPolicy::kExact: return def.bit_exact;
+    case KernelPolicy::kPortable: return def.priority == kPortableKernelRank;
+  }
+  return false;
+}
+
+}  // namespace
+
+const KernelDef* find_kernel(const char* op, DType dtype, KernelPolicy policy) {
   if (op == nullptr) return nullptr;
   const Registry& r = registry();
   const KernelDef* best = nullptr;
   for (size_t i = 0; i < r.count; ++i)
-    if (r.defs[i].dtype == dtype && std::strcmp(r.defs[i].op, op) == 0 &&
+    if (r.defs[i].dtype == dtype && std::strcmp(r.defs[i].op, op) == 0 && policy_allows(policy, r.defs[i]) &&
         (best == nullptr || r.defs[i].priority > best->priority))
       best = &r.defs[i];
   return best;
+}
+
+const char* kernel_policy_name(KernelPolicy p) {
+  switch (p) {
+    case KernelPolicy::kFast: return "fast";
+    case KernelPolicy::kExact: return "exact";
+    case KernelPolicy::kPortable: return "portable";
+  }
+  return "?";
+}
+
+bool parse_kernel_policy(const char* s, KernelPolicy* out) {
+  if (s == nullptr) return false;
+  for (KernelPolicy p : {KernelPolicy::kFast, KernelPolicy::kExact, KernelPolicy::kPortable}) {
+    if (std::strcmp(s, kernel_policy_name(p)) == 0) {
+      *out = p;
+      return true;
+    }
+  }
+  return false;
 }
 
 const KernelDef* find_kernel_in_set(const char* op, DType dtype, const char* kernel_set) {

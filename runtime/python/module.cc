@@ -1,5 +1,5 @@
 // dtorch.runtime._C: the pybind11 binding of the C++ runtime.
-//   run_kernel(op, attrs, inputs, threads=1, output_dtypes=None, num_outputs=1, kernel_set=None)
+//   run_kernel(op, attrs, inputs, threads=1, output_dtypes=None, num_outputs=1, kernel_set=None, kernels="fast")
 //       -> list[np.ndarray]: runs one kernel on NumPy arrays (the kernel tests use it); kernel_set=None runs the
 //       kernel a session would (the highest priority), "portable"/"x86"/... the one of that kernel set
 //   registered_kernels() -> list[(op, dtype)]  (each pair once, whatever the number of kernel sets)
@@ -152,7 +152,11 @@ flatbuffers::Offset<dtm::Attr> build_attr(flatbuffers::FlatBufferBuilder& fbb, c
 }
 
 py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list& inputs, int threads,
-                    py::object output_dtypes, int num_outputs, py::object kernel_set) {
+                    py::object output_dtypes, int num_outputs, py::object kernel_set, const std::string& kernels) {
+  KernelPolicy policy = KernelPolicy::kFast;
+  if (!parse_kernel_policy(kernels.c_str(), &policy))
+    throw_status(Status(StatusCode::kInvalidArgument,
+                        "kernels must be 'fast', 'exact' or 'portable', got '" + kernels + "'"));
   if (threads < 1) throw_status(Status(StatusCode::kInvalidArgument, "threads must be >= 1"));
   if (num_outputs < 1 || num_outputs > 16)
     throw_status(Status(StatusCode::kInvalidArgument, "num_outputs must be in 1..16"));
@@ -183,7 +187,7 @@ py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list
   if (first < 0) throw_status(Status(StatusCode::kInvalidArgument, "run_kernel needs at least one input array"));
   const KernelDef* k = nullptr;
   if (kernel_set.is_none()) {
-    k = find_kernel(op.c_str(), in[first].dtype);
+    k = find_kernel(op.c_str(), in[first].dtype, policy);
     if (k == nullptr)
       throw_status(Status(StatusCode::kUnsupported, "no kernel for operator '" + op + "' (" +
                                                         dtype_name(in[first].dtype) + ") in this runtime build"));
@@ -278,19 +282,25 @@ py::list list_kernel_sets() {
 // --- Session ------------------------------------------------------------------------------------
 class PySession {
  public:
-  static PySession from_file(const std::string& path, int threads) {
-    PySession s;
+  static SessionOptions options(int threads, const std::string& kernels) {
     SessionOptions o;
     o.num_threads = threads;
+    if (!parse_kernel_policy(kernels.c_str(), &o.kernels))
+      throw_status(Status(StatusCode::kInvalidArgument,
+                          "kernels must be 'fast', 'exact' or 'portable', got '" + kernels + "'"));
+    return o;
+  }
+  static PySession from_file(const std::string& path, int threads, const std::string& kernels) {
+    PySession s;
+    const SessionOptions o = options(threads, kernels);
     Status st = Session::Create(path, o, &s.session_);
     if (!st.ok()) throw_status(st);
     return s;
   }
-  static PySession from_bytes(py::buffer data, int threads) {
+  static PySession from_bytes(py::buffer data, int threads, const std::string& kernels) {
     PySession s;
     py::buffer_info bi = data.request();
-    SessionOptions o;
-    o.num_threads = threads;
+    const SessionOptions o = options(threads, kernels);
     s.keep_ = data;  // CreateFromBuffer may borrow an aligned buffer
     Status st = Session::CreateFromBuffer(bi.ptr, static_cast<size_t>(bi.size * bi.itemsize), o, &s.session_);
     if (!st.ok()) throw_status(st);
@@ -331,6 +341,7 @@ class PySession {
     return d;
   }
   uint64_t arena_bytes() const { return session_->arena_bytes(); }
+  std::vector<std::pair<std::string, std::string>> node_kernels() const { return session_->node_kernels(); }
 
   py::list run(const py::list& arrays) {
     std::vector<TensorView> views(arrays.size());
@@ -406,9 +417,10 @@ PYBIND11_MODULE(_C, m) {
   m.attr("RUNTIME_VERSION") = kRuntimeVersion;
   m.def("run_kernel", &run_kernel, py::arg("op"), py::arg("attrs"), py::arg("inputs"), py::kw_only(),
         py::arg("threads") = 1, py::arg("output_dtypes") = py::none(), py::arg("num_outputs") = 1,
-        py::arg("kernel_set") = py::none(),
+        py::arg("kernel_set") = py::none(), py::arg("kernels") = "fast",
         "Run one kernel on NumPy arrays (None = absent optional input); returns the outputs. kernel_set=None "
-        "runs the highest-priority kernel (what a session runs); a name ('portable', 'x86') runs that set's.");
+        "runs the kernel a session with policy `kernels` ('fast', 'exact', 'portable') runs; a name ('portable', "
+        "'x86', 'avx512') runs that set's.");
   m.def(
       "plan_greedy_by_size",
       [](const std::vector<std::tuple<size_t, int, int, int64_t>>& items) {
@@ -432,8 +444,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("registered_kernel_sets", &list_kernel_sets,
         "Every registered kernel as (op, dtype, kernel_set, priority), sorted; sets the CPU lacks are absent.");
   py::class_<PySession>(m, "Session", "A loaded .dtm model (use dtorch.runtime.InferenceSession).")
-      .def_static("from_file", &PySession::from_file, py::arg("path"), py::arg("threads") = 1)
-      .def_static("from_bytes", &PySession::from_bytes, py::arg("data"), py::arg("threads") = 1)
+      .def_static("from_file", &PySession::from_file, py::arg("path"), py::arg("threads") = 1,
+                  py::arg("kernels") = "fast")
+      .def_static("from_bytes", &PySession::from_bytes, py::arg("data"), py::arg("threads") = 1,
+                  py::arg("kernels") = "fast")
+      .def("node_kernels", [](const PySession& s) { return s.node_kernels(); })
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)
       .def("info", &PySession::info)

@@ -62,11 +62,15 @@ void operator delete(void* p, std::align_val_t, const std::nothrow_t&) noexcept 
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: alloc-test MODEL.dtm [THREADS]\n");
+    std::fprintf(stderr, "usage: alloc-test MODEL.dtm [THREADS] [fast|exact|portable]\n");
     return 2;
   }
   dtorch::SessionOptions options;
   options.num_threads = argc > 2 ? std::atoi(argv[2]) : 1;
+  if (argc > 3 && !dtorch::parse_kernel_policy(argv[3], &options.kernels)) {
+    std::fprintf(stderr, "alloc-test: error: unknown kernel policy '%s'\n", argv[3]);
+    return 2;
+  }
   std::unique_ptr<dtorch::Session> session;
   dtorch::Status st = dtorch::Session::Create(argv[1], options, &session);
   if (!st.ok()) {

@@ -121,3 +121,46 @@ def test_second_run_allocates_nothing(binaries: Path, chain: tuple[Path, np.ndar
         r = subprocess.run([str(binaries / "alloc-test"), str(chain[0]), threads], capture_output=True, text=True,
                            timeout=60)
         assert r.returncode == 0 and "alloc-test PASS: 0 allocation(s)" in r.stdout, r.stdout + r.stderr
+
+
+@pytest.fixture(scope="module")
+def zoo_models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]:
+    """Real exported models (conv, depthwise, linear, matmul, norms...) for the per-policy checks."""
+    import importlib.util
+
+    import dtorch as dt
+
+    spec = importlib.util.spec_from_file_location("export_zoo", ROOT / "tests" / "export" / "zoo.py")
+    zoo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(zoo)  # type: ignore[union-attr]
+    out = {}
+    root = tmp_path_factory.mktemp("zoo_run")
+    for name in ("simplenet", "mobilenetv2", "transformer"):
+        make_model, make_input = zoo.ZOO[name]
+        dt.manual_seed(0)
+        path = root / f"{name}.dtm"
+        dt.export(make_model().eval(), make_input(2), str(path), bundle_example=True)
+        out[name] = path
+    return out
+
+
+@pytest.mark.parametrize("kernels", ["fast", "exact", "portable"])
+def test_zoo_models_allocate_nothing_after_the_first_run(binaries: Path, zoo_models: dict[str, Path],
+                                                          kernels: str) -> None:
+    for name, path in zoo_models.items():
+        for threads in ("1", "2"):
+            r = subprocess.run([str(binaries / "alloc-test"), str(path), threads, kernels], capture_output=True,
+                               text=True, timeout=120)
+            assert r.returncode == 0 and "alloc-test PASS: 0 allocation(s)" in r.stdout, (name, r.stdout + r.stderr)
+
+
+def test_kernel_policy_option(binaries: Path, zoo_models: dict[str, Path]) -> None:
+    path = str(zoo_models["simplenet"])
+    for kernels in ("fast", "exact", "portable"):
+        r = run(binaries, path, "--kernels", kernels, "--self-test", "--info")
+        assert r.returncode == 0 and "self-test PASS" in r.stdout, r.stdout + r.stderr
+        line = next(x for x in r.stdout.splitlines() if x.startswith("kernels: "))
+        sets = {item.split(":")[1] for item in line.split()[1:]}
+        assert sets <= {"exact": {"portable", "x86"}, "portable": {"portable"}}.get(kernels, sets), line
+    assert "--kernels needs fast, exact or portable, got 'turbo'" in one_error_line(
+        run(binaries, path, "--kernels", "turbo", "--info"))

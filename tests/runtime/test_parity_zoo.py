@@ -38,12 +38,13 @@ def exported(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[object
 
 @pytest.mark.parametrize("name", _models())
 @pytest.mark.parametrize("batch", [1, 4, 33])
-def test_runtime_matches_eager(exported, name, batch):
+@pytest.mark.parametrize("kernels", rt.KERNEL_POLICIES)
+def test_runtime_matches_eager(exported, name, batch, kernels):
     model, path, make_input = exported[name]
     x = make_input(batch)
     with dt.no_grad():
         ref = model(x).numpy()
-    sess = rt.InferenceSession(str(path))
+    sess = rt.InferenceSession(str(path), kernels=kernels)
     got = sess.run(None, {sess.get_inputs()[0].name: x.numpy()})[0]
     assert got.shape == ref.shape
     scale = max(float(np.max(np.abs(ref))), 1e-6)
@@ -51,11 +52,44 @@ def test_runtime_matches_eager(exported, name, batch):
 
 
 @pytest.mark.parametrize("name", _models())
-def test_threads_give_identical_bits(exported, name):
+@pytest.mark.parametrize("kernels", rt.KERNEL_POLICIES)
+def test_threads_give_identical_bits(exported, name, kernels):
     model, path, make_input = exported[name]
     x = make_input(4).numpy()
     outs = []
-    for threads in (1, 2):
-        sess = rt.InferenceSession(str(path), threads=threads)
+    for threads in (1, 2, 3):
+        sess = rt.InferenceSession(str(path), threads=threads, kernels=kernels)
         outs.append(sess.run(None, {sess.get_inputs()[0].name: x})[0])
-    assert outs[0].tobytes() == outs[1].tobytes()
+    assert outs[0].tobytes() == outs[1].tobytes() == outs[2].tobytes()
+
+
+@pytest.mark.parametrize("name", _models())
+def test_exact_policy_gives_the_portable_bits(exported, name):
+    """"exact" may use faster kernel sets (x86) but only ones with the portable kernels' bits, so a host result
+    under it is the result every board's portable build gives."""
+    _, path, make_input = exported[name]
+    x = make_input(4).numpy()
+    outs = {}
+    for kernels in ("exact", "portable"):
+        sess = rt.InferenceSession(str(path), kernels=kernels)
+        outs[kernels] = sess.run(None, {sess.get_inputs()[0].name: x})[0]
+        sets = {ks for _, ks in sess.node_kernels()}
+        assert sets <= ({"portable", "x86"} if kernels == "exact" else {"portable"}), sets
+    assert outs["exact"].tobytes() == outs["portable"].tobytes()
+
+
+def test_fast_policy_uses_the_best_kernel_set_this_cpu_has(exported):
+    _, path, _ = exported["simplenet"]
+    registered = {(op, ks, prio) for op, dt_, ks, prio in rt._C.registered_kernel_sets() if dt_ == "float32"}
+    best = {}
+    for op, ks, prio in registered:
+        if op not in best or prio > best[op][1]:
+            best[op] = (ks, prio)
+    for op, ks in rt.InferenceSession(str(path)).node_kernels():
+        assert ks == best[op][0], (op, ks, best[op])
+
+
+def test_unknown_kernel_policy_is_refused(exported):
+    _, path, _ = exported["mlp"]
+    with pytest.raises(ValueError, match=r"kernels must be one of \['fast', 'exact', 'portable'\], got 'turbo'"):
+        rt.InferenceSession(str(path), kernels="turbo")

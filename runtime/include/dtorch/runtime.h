@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "dtorch/status.h"
@@ -28,6 +29,9 @@ struct SessionOptions {
   // error naming the node; raise the caps for models that really need more.
   uint64_t max_tensor_bytes = uint64_t{1} << 30;  // 1 GiB
   uint64_t max_arena_bytes = uint64_t{4} << 30;   // 4 GiB
+  // Which kernel sets may run (types.h): kFast (default) the fastest this CPU has; kExact only kernels with the
+  // portable kernels' bits (use it to compare a host result with a board's bit for bit); kPortable only those.
+  KernelPolicy kernels = KernelPolicy::kFast;
 };
 
 struct IOInfo {
@@ -71,6 +75,9 @@ class Session {
   // The bundled test vector (if any): copies of its inputs and expected outputs.
   Status TestVector(std::vector<std::vector<uint8_t>>* inputs, std::vector<Shape>* input_shapes,
                     std::vector<std::vector<uint8_t>>* outputs, std::vector<Shape>* output_shapes) const;
+
+  // The kernel each node runs, in execution order: (operator, kernel set), e.g. ("conv2d", "avx512").
+  std::vector<std::pair<std::string, std::string>> node_kernels() const;
 
   // Bytes of the current arena (after the last Run's planning) and the high-water mark of session memory.
   uint64_t arena_bytes() const;

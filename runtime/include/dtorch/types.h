@@ -55,4 +55,15 @@ struct TensorView {
   template <typename T> T* as() const { return static_cast<T*>(data); }
 };
 
+// Which kernel sets a session may use (SessionOptions::kernels). Every policy gives identical bits for any
+// thread count; they differ in whether SIMD sets that round differently from portable are allowed.
+enum class KernelPolicy : uint8_t {
+  kFast = 0,      // the fastest kernel this CPU runs, including sets within a documented tolerance (avx512)
+  kExact = 1,     // only kernels bit-identical to portable (portable, x86): host bits == every board's bits
+  kPortable = 2,  // only the portable reference kernels
+};
+// "fast", "exact", "portable"; parse returns false for anything else.
+const char* kernel_policy_name(KernelPolicy p);
+bool parse_kernel_policy(const char* s, KernelPolicy* out);
+
 }  // namespace dtorch

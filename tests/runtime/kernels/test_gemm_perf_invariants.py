@@ -1,6 +1,8 @@
 """The numerics contract of the fast GEMM paths (kernels/common/gemm.h): results are bit-identical for any
 thread count, on sizes that hit every edge tile, and every output's sum runs over k in increasing order,
-so the packed (im2col) conv path, the unpacked gemm_nn path and matmul agree bit for bit."""
+so the packed (im2col) conv path, the unpacked gemm_nn path and matmul agree bit for bit. That is the contract
+of the bit-exact kernel sets (portable, x86), so these run under the "exact" kernel policy; the avx512 set's own
+contract is tested in test_avx512_kernels.py."""
 
 from __future__ import annotations
 
@@ -9,7 +11,12 @@ import pytest
 import torch
 import torch.nn.functional as F
 
-from .helpers import assert_close, rand, run
+from .helpers import assert_close, rand
+from .helpers import run as _run
+
+
+def run(op: str, attrs: dict, inputs: list, threads: int = 1) -> np.ndarray:
+    return _run(op, attrs, inputs, threads=threads, kernels="exact")
 
 # Register tile 4 x 8, work unit 32 x 64: sizes below are not multiples of any of them (and some smaller).
 ODD_MNK = [(1, 1, 1), (3, 7, 5), (5, 9, 13), (33, 65, 17), (37, 130, 70), (67, 201, 129), (4, 8, 0)]

@@ -1,0 +1,275 @@
+// conv2d, x86-64 AVX-512 kernel set (kernels/avx512/avx512.h: FMA, within 1e-5 x output scale of portable and
+// eager; identical bits for any thread count).
+//
+// Dense and grouped convolutions (one or more input channels per group): per image and group, the FMA GEMM of
+// kernels/avx512/gemm_avx512.h, weights (Og x Cg*kh*kw, packed once per run into scratch) times the im2col
+// columns, which the GEMM's fill step gathers block by block (32 output positions x up to 256 kernel rows) into a
+// buffer that stays in L1: the columns are never written to memory. Bias and the fused activation are applied in
+// the GEMM (bias first, then the taps). A 1x1 stride-1 unpadded convolution copies input rows instead of gathering.
+// Depthwise convolutions (one input channel per group, one output channel per group): a direct kernel, 16 output
+// columns per vector, taps in (row, column) order with one FMA each starting from the bias; interior vectors load
+// the input rows (stride 1 directly, stride 2 de-interleaved), border vectors gather only valid positions.
+// Threads split GEMM work units or output planes only.
+// Planes whose positions do not fit 32-bit gather indices run the best bit-exact kernel (x86 or portable), found through the registry.
+#include <immintrin.h>
+
+#include "kernels/avx512/avx512.h"
+#include "kernels/avx512/gemm_avx512.h"
+#include "kernels/common/activation.h"
+#include "kernels/common/util.h"
+
+namespace dtorch {
+namespace {
+
+using kernels::op_error;
+namespace k5 = kernels::avx512;
+constexpr const char* kOp = "conv2d";
+
+const KernelDef* fallback() {
+  static const KernelDef* k = find_kernel(kOp, DType::kFloat32, KernelPolicy::kExact);
+  return k;
+}
+
+struct Geo {
+  int64_t n, c, h, w, o, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow, groups, cg, og;
+  bool pointwise, depthwise, gemm;
+  kernels::Activation act;
+};
+
+// The geometry of inputs the fallback's infer has accepted (shapes and attributes are valid).
+Status geometry(const Attrs& attrs, const TensorView* in, const Shape& out, Geo* g) {
+  const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
+  int64_t stride[2] = {}, pad[4] = {}, dil[2] = {};
+  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "stride", 2, stride, one2));
+  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "padding", 4, pad, zero4));
+  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "dilation", 2, dil, one2));
+  DTORCH_RETURN_IF_ERROR(kernels::parse_activation(kOp, attrs, &g->act));
+  g->n = in[0].shape.dims[0];
+  g->c = in[0].shape.dims[1];
+  g->h = in[0].shape.dims[2];
+  g->w = in[0].shape.dims[3];
+  g->o = in[1].shape.dims[0];
+  g->kh = in[1].shape.dims[2];
+  g->kw = in[1].shape.dims[3];
+  g->groups = attrs.get_int("groups", 1);
+  g->cg = g->groups > 0 ? g->c / g->groups : 0;
+  g->og = g->groups > 0 ? g->o / g->groups : 0;
+  g->sh = stride[0];
+  g->sw = stride[1];
+  g->pt = pad[0];
+  g->pl = pad[2];
+  g->dh = dil[0];
+  g->dw = dil[1];
+  g->oh = out.dims[2];
+  g->ow = out.dims[3];
+  g->pointwise = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && pad[0] == 0 && pad[1] == 0 &&
+                 pad[2] == 0 && pad[3] == 0;
+  // 32-bit gather indices: a plane's positions (and a padded row offset) must fit.
+  constexpr int64_t k30 = int64_t{1} << 30;
+  const bool fits32 = g->h < k30 && g->w < k30 && g->h * g->w < k30 && g->w + g->kw * g->dw + g->pl < k30 &&
+                      g->h + g->kh * g->dh + g->pt < k30;
+  g->depthwise = g->cg == 1 && g->og == 1 && fits32;
+  g->gemm = !g->depthwise && fits32;
+  return Status::Ok();
+}
+
+size_t gemm_scratch(const Geo& g) {  // the packed weights of every group
+  return static_cast<size_t>(k5::packed_a_floats(g.og, g.cg * g.kh * g.kw) * g.groups) * sizeof(float);
+}
+
+Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
+  const KernelDef* f = fallback();
+  if (f == nullptr) return op_error(StatusCode::kInternal, kOp, "no bit-exact kernel is registered");
+  DTORCH_RETURN_IF_ERROR(f->infer(attrs, in, n_in, out, n_out, scratch_bytes));
+  Geo g{};
+  DTORCH_RETURN_IF_ERROR(geometry(attrs, in, out[0], &g));
+  if (g.gemm) *scratch_bytes = gemm_scratch(g);
+  if (g.depthwise) *scratch_bytes = 0;
+  return Status::Ok();
+}
+
+// --- dense / grouped: the im2col fill of the GEMM ---------------------------------------------------------
+
+// Columns of one image and group: B[r][q] for kernel row r = (c, i, j) and output position q = (oh, ow) is
+// x[c][oh * sh - pt + i * dh][ow * sw - pl + j * dw], 0 outside the image.
+struct Im2col {
+  const Geo* g;
+  const float* x;  // the group's first input channel
+  void operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
+    const Geo& G = *g;
+    alignas(64) int32_t ih0[k5::kNR], iw0[k5::kNR];
+    for (int q = 0; q < k5::kNR; ++q) {
+      const int64_t p = j0 + (q < nr ? q : 0);
+      ih0[q] = static_cast<int32_t>((p / G.ow) * G.sh - G.pt);
+      iw0[q] = static_cast<int32_t>((p % G.ow) * G.sw - G.pl);
+    }
+    const __m512i h0a = _mm512_load_si512(ih0), h0b = _mm512_load_si512(ih0 + 16);
+    const __m512i w0a = _mm512_load_si512(iw0), w0b = _mm512_load_si512(iw0 + 16);
+    const __m512i H = _mm512_set1_epi32(static_cast<int32_t>(G.h)), W = _mm512_set1_epi32(static_cast<int32_t>(G.w));
+    const __mmask16 na = k5::mask16(nr), nb = k5::mask16(nr - 16);
+    int64_t j = k0 % G.kw, i = (k0 / G.kw) % G.kh, c = k0 / (G.kw * G.kh);
+    for (int64_t r = 0; r < kc; ++r) {
+      const float* xc = x + c * G.h * G.w;
+      const __m512i di = _mm512_set1_epi32(static_cast<int32_t>(i * G.dh)),
+                    dj = _mm512_set1_epi32(static_cast<int32_t>(j * G.dw));
+      const __m512i iha = _mm512_add_epi32(h0a, di), ihb = _mm512_add_epi32(h0b, di);
+      const __m512i iwa = _mm512_add_epi32(w0a, dj), iwb = _mm512_add_epi32(w0b, dj);
+      // unsigned compares: negative positions are out of range too
+      const __mmask16 ma = na & _mm512_cmplt_epu32_mask(iha, H) & _mm512_cmplt_epu32_mask(iwa, W);
+      const __mmask16 mb = nb & _mm512_cmplt_epu32_mask(ihb, H) & _mm512_cmplt_epu32_mask(iwb, W);
+      const __m512i ia = _mm512_add_epi32(_mm512_mullo_epi32(iha, W), iwa);
+      const __m512i ib = _mm512_add_epi32(_mm512_mullo_epi32(ihb, W), iwb);
+      float* d = dst + r * k5::kNR;
+      _mm512_store_ps(d, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), ma, ia, xc, 4));
+      _mm512_store_ps(d + 16, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mb, ib, xc, 4));
+      if (++j == G.kw) {
+        j = 0;
+        if (++i == G.kh) {
+          i = 0;
+          ++c;
+        }
+      }
+    }
+  }
+};
+
+// 1x1, stride 1, no padding: B[r][q] = x[r][q] (the input plane is the column matrix).
+struct Rows {
+  const float* x;
+  int64_t ld;  // H * W
+  void operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
+    const __mmask16 ma = k5::mask16(nr), mb = k5::mask16(nr - 16);
+    for (int64_t r = 0; r < kc; ++r) {
+      const float* s = x + (k0 + r) * ld + j0;
+      _mm512_store_ps(dst + r * k5::kNR, _mm512_maskz_loadu_ps(ma, s));
+      _mm512_store_ps(dst + r * k5::kNR + 16, _mm512_maskz_loadu_ps(mb, s + 16));
+    }
+  }
+};
+
+void run_gemm(const KernelContext& ctx, const Geo& g, const float* x, const float* w, const float* bias, float* y) {
+  const int64_t kg = g.cg * g.kh * g.kw, ohw = g.oh * g.ow;
+  const int64_t tiles = kernels::ceil_div(g.og, k5::kMR), per_group = k5::packed_a_floats(g.og, kg);
+  float* ap = static_cast<float*>(ctx.scratch);
+  kernels::parallel_chunks(ctx.pool, g.groups * tiles, 1, [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      const int64_t grp = u / tiles, t = u % tiles;
+      k5::pack_a(w + grp * g.og * kg, kg, 1, g.og, kg, t, t + 1, ap + grp * per_group);
+    }
+  });
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const float* xg = x + (n * g.c + grp * g.cg) * g.h * g.w;
+      float* yg = y + (n * g.o + grp * g.og) * ohw;
+      kernels::Epilogue ep;
+      ep.bias = bias == nullptr ? nullptr : bias + grp * g.og;
+      ep.bias_per_row = true;
+      ep.act = g.act;
+      if (g.pointwise)
+        k5::gemm(ctx.pool, g.og, ohw, kg, ap + grp * per_group, Rows{xg, ohw}, yg, ohw, ep);
+      else
+        k5::gemm(ctx.pool, g.og, ohw, kg, ap + grp * per_group, Im2col{&g, xg}, yg, ohw, ep);
+    }
+  }
+}
+
+// --- depthwise -------------------------------------------------------------------------------------------
+
+inline __m512 activate(const kernels::Activation& a, __m512 v, bool* done) {
+  *done = true;
+  switch (a.kind) {
+    case kernels::ActKind::kNone: return v;
+    case kernels::ActKind::kRelu: return kernels::vmax(_mm512_setzero_ps(), v);
+    case kernels::ActKind::kRelu6:
+      return kernels::vmin(_mm512_set1_ps(6.0f), kernels::vmax(_mm512_setzero_ps(), v));
+    case kernels::ActKind::kHardtanh:
+      return kernels::vmin(_mm512_set1_ps(a.hi), kernels::vmax(_mm512_set1_ps(a.lo), v));
+    default: *done = false; return v;
+  }
+}
+
+// One output plane (image n, channel c).
+void depthwise_plane(const Geo& g, const float* xp, const float* wc, float b, float* yp) {
+  const __m512i kEven = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
+  const __m512i W = _mm512_set1_epi32(static_cast<int32_t>(g.w));
+  const __m512i lane_off = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(static_cast<int32_t>(g.sw)));
+  for (int64_t oh = 0; oh < g.oh; ++oh) {
+    float* yrow = yp + oh * g.ow;
+    for (int64_t ow0 = 0; ow0 < g.ow; ow0 += 16) {
+      const int nv = static_cast<int>(g.ow - ow0 < 16 ? g.ow - ow0 : 16);
+      const __mmask16 mv = k5::mask16(nv);
+      __m512 acc = _mm512_set1_ps(b);
+      for (int64_t i = 0; i < g.kh; ++i) {
+        const int64_t ih = oh * g.sh - g.pt + i * g.dh;
+        if (ih < 0 || ih >= g.h) continue;
+        const float* row = xp + ih * g.w;
+        for (int64_t j = 0; j < g.kw; ++j) {
+          const int64_t first = ow0 * g.sw - g.pl + j * g.dw, last = first + (nv - 1) * g.sw;
+          __m512 v;
+          if (nv == 16 && first >= 0 && last < g.w && g.sw == 1) {
+            v = _mm512_loadu_ps(row + first);
+          } else if (nv == 16 && first >= 0 && last < g.w && g.sw == 2) {
+            // positions first, first + 2, ..., first + 30: even lanes of row[first .. first + 31); lane 31 unread
+            const __m512 lo = _mm512_loadu_ps(row + first);
+            const __m512 hi = _mm512_maskz_loadu_ps(0x7FFF, row + first + 16);
+            v = _mm512_permutex2var_ps(lo, kEven, hi);
+          } else {
+            const __m512i iw = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int32_t>(first)), lane_off);
+            const __mmask16 m = mv & _mm512_cmplt_epu32_mask(iw, W);
+            v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, iw, row, 4);
+          }
+          acc = _mm512_fmadd_ps(_mm512_set1_ps(wc[i * g.kw + j]), v, acc);
+        }
+      }
+      bool done = false;
+      acc = activate(g.act, acc, &done);
+      _mm512_mask_storeu_ps(yrow + ow0, mv, acc);
+      if (!done) kernels::bias_activation(g.act, 0.0f, yrow + ow0, nv);
+    }
+  }
+}
+
+void run_depthwise(const KernelContext& ctx, const Geo& g, const float* x, const float* w, const float* bias,
+                   float* y) {
+  const int64_t planes = g.n * g.c, hw = g.h * g.w, ohw = g.oh * g.ow, taps = g.kh * g.kw;
+  kernels::parallel_chunks(ctx.pool, planes, 1, [&](int64_t b, int64_t e) {
+    for (int64_t p = b; p < e; ++p) {
+      const int64_t c = p % g.c;
+      depthwise_plane(g, x + p * hw, w + c * taps, bias == nullptr ? 0.0f : bias[c], y + p * ohw);
+    }
+  });
+}
+
+Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
+  const KernelDef* f = fallback();
+  if (f == nullptr) return op_error(StatusCode::kInternal, kOp, "no bit-exact kernel is registered");
+  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
+  DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 2, 3));
+  if (in[0].shape.ndim != 4 || in[1].shape.ndim != 4 || out[0].shape.ndim != 4)
+    return f->run(ctx, in, n_in, out, n_out);  // the fallback reports the error
+  Geo g{};
+  DTORCH_RETURN_IF_ERROR(geometry(*ctx.attrs, in, out[0].shape, &g));
+  if (g.groups < 1 || g.c % g.groups != 0 || g.o % g.groups != 0 || in[1].shape.dims[1] != g.cg ||
+      out[0].shape.dims[0] != g.n || out[0].shape.dims[1] != g.o || (!g.gemm && !g.depthwise))
+    return f->run(ctx, in, n_in, out, n_out);  // other cases, or shapes infer did not accept: the fallback decides
+  const float* x = in[0].as<const float>();
+  const float* w = in[1].as<const float>();
+  const float* bias = kernels::optional_present(in, n_in, 2) ? in[2].as<const float>() : nullptr;
+  float* y = out[0].as<float>();
+  if (out[0].shape.numel() == 0) return Status::Ok();
+  if (g.depthwise) {
+    run_depthwise(ctx, g, x, w, bias, y);
+    return Status::Ok();
+  }
+  const size_t need = gemm_scratch(g);
+  if (ctx.scratch_bytes < need)
+    return op_error(StatusCode::kInternal, kOp, "scratch of %zu bytes is smaller than the %zu bytes infer asked for",
+                    ctx.scratch_bytes, need);
+  run_gemm(ctx, g, x, w, bias, y);
+  return Status::Ok();
+}
+
+}  // namespace
+DTORCH_REGISTER_AVX512_KERNEL("conv2d", DType::kFloat32, infer, run, 2, 3, ::dtorch::optional_inputs(2), 1);
+}  // namespace dtorch

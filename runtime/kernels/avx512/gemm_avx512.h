@@ -1,0 +1,193 @@
+// The AVX-512 FMA GEMM of the avx512 kernel set. Header-only, included by kernels/avx512/*.cc only.
+//
+// C (M x N) = A (M x K) . B (K x N) (+ epilogue), where A is packed once per call (pack_a: panels of kMR rows,
+// k-major) and B is produced block by block by the caller's `fill` function straight into a 32 KiB buffer on the
+// stack (kKC rows x kNR columns, k-major): convolutions write their im2col columns there, so the columns are never
+// materialized in memory. Register tile: kMR = 8 rows x kNR = 32 columns (16 zmm accumulators, 2 zmm of B per k,
+// 8 broadcasts of A).
+//
+// Numerics (the avx512 set's contract, kernels/avx512/avx512.h): each C[i][j] starts at its bias (or +0.0f) and
+// adds A[i][k] * B[k][j] with one fused multiply-add per k, k ascending in one float32 accumulator (spilled to C
+// and reloaded between K blocks, which is exact); then the fused activation. The sequence depends only on the
+// shapes, so threads change nothing; work units are (column panel, row block) pairs.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/avx512/avx512.h"
+#include "kernels/common/activation.h"
+#include "kernels/common/gemm.h"
+#include "kernels/common/util.h"
+
+#if defined(__clang__)
+#define DTORCH_AVX512_UNROLL _Pragma("unroll")
+#else
+#define DTORCH_AVX512_UNROLL _Pragma("GCC unroll 16")
+#endif
+
+namespace dtorch {
+namespace kernels {
+namespace avx512 {
+
+constexpr int kMR = 8;         // rows of a register tile (= rows of a packed A panel)
+constexpr int kNR = 32;        // columns of a register tile (2 zmm) = columns of a B block
+constexpr int64_t kKC = 256;   // rows of a B block: kKC x kNR floats = 32 KiB (L1)
+
+// Floats of the packed A: ceil(M / kMR) panels of K x kMR (A[i][k] at panel i / kMR, k * kMR + i % kMR; rows past
+// M are zero).
+inline int64_t packed_a_floats(int64_t M, int64_t K) { return ceil_div(M, kMR) * kMR * K; }
+
+// Packs panels [t0, t1) of A, where A[i][k] = A[i * rs + k * cs].
+inline void pack_a(const float* A, int64_t rs, int64_t cs, int64_t M, int64_t K, int64_t t0, int64_t t1, float* ap) {
+  for (int64_t t = t0; t < t1; ++t) {
+    float* dst = ap + t * kMR * K;
+    const int64_t i0 = t * kMR;
+    const int rows = static_cast<int>(M - i0 < kMR ? M - i0 : kMR);
+    for (int r = 0; r < rows; ++r) {
+      const float* src = A + (i0 + r) * rs;
+      for (int64_t k = 0; k < K; ++k) dst[k * kMR + r] = src[k * cs];
+    }
+    for (int r = rows; r < kMR; ++r)
+      for (int64_t k = 0; k < K; ++k) dst[k * kMR + r] = 0.0f;
+  }
+}
+
+inline __mmask16 mask16(int n) {  // lanes [0, n) set, n clamped to [0, 16]
+  return n <= 0 ? __mmask16{0} : n >= 16 ? __mmask16{0xFFFF} : static_cast<__mmask16>((1u << n) - 1u);
+}
+
+#define DTORCH_AVX512_INLINE inline __attribute__((always_inline))
+
+// The accumulators of rows [i0, i0 + MR) x columns [j0, j0 + 32) before the first K block (the bias) or before a
+// later one (the partial sums stored in C).
+template <int MR>
+DTORCH_AVX512_INLINE void tile_start(bool first, int64_t i0, int64_t j0, const float* C, int64_t ldc,
+                                     const Epilogue& ep, __mmask16 m0, __mmask16 m1, __m512 (&c)[MR][2]) {
+  DTORCH_AVX512_UNROLL
+  for (int r = 0; r < MR; ++r) {
+    if (!first) {
+      const float* p = C + (i0 + r) * ldc + j0;
+      c[r][0] = _mm512_maskz_loadu_ps(m0, p);
+      c[r][1] = _mm512_maskz_loadu_ps(m1, p + 16);
+    } else if (ep.bias == nullptr) {
+      c[r][0] = c[r][1] = _mm512_setzero_ps();
+    } else if (ep.bias_per_row) {
+      c[r][0] = c[r][1] = _mm512_set1_ps(ep.bias[i0 + r]);
+    } else {
+      c[r][0] = _mm512_maskz_loadu_ps(m0, ep.bias + j0);
+      c[r][1] = _mm512_maskz_loadu_ps(m1, ep.bias + j0 + 16);
+    }
+  }
+}
+
+// Stores rows [i0, i0 + MR) x columns [j0, j0 + nr); `last`: after the last K block (apply the activation).
+template <int MR>
+DTORCH_AVX512_INLINE void tile_finish(bool last, int nr, int64_t i0, int64_t j0, float* C, int64_t ldc,
+                                      const Epilogue& ep, __mmask16 m0, __mmask16 m1, __m512 (&c)[MR][2]) {
+  const ActKind kind = last ? ep.act.kind : ActKind::kNone;
+  const bool clamp = kind == ActKind::kRelu || kind == ActKind::kRelu6 || kind == ActKind::kHardtanh;
+  const __m512 lo = _mm512_set1_ps(kind == ActKind::kHardtanh ? ep.act.lo : 0.0f);
+  const __m512 hi = _mm512_set1_ps(kind == ActKind::kRelu6 ? 6.0f : kind == ActKind::kHardtanh ? ep.act.hi : 0.0f);
+  DTORCH_AVX512_UNROLL
+  for (int r = 0; r < MR; ++r) {
+    __m512 v0 = c[r][0], v1 = c[r][1];
+    if (clamp) {
+      // x < lo ? lo : x, then x > hi ? hi : x: max/min with the operand order that passes NaN through.
+      v0 = kernels::vmax(lo, v0);
+      v1 = kernels::vmax(lo, v1);
+      if (kind != ActKind::kRelu) {
+        v0 = kernels::vmin(hi, v0);
+        v1 = kernels::vmin(hi, v1);
+      }
+    }
+    float* p = C + (i0 + r) * ldc + j0;
+    _mm512_mask_storeu_ps(p, m0, v0);
+    _mm512_mask_storeu_ps(p + 16, m1, v1);
+    if (kind != ActKind::kNone && !clamp) bias_activation(ep.act, 0.0f, p, nr);
+  }
+}
+
+// One register tile over one K block: start, c[r] += ap[k * kMR + r] * bp[k * kNR + lane] for k < kc (k
+// ascending, one FMA per k), finish. The accumulators stay in registers (MR x 2 zmm).
+template <int MR>
+void tile(bool first, bool last, int nr, int64_t kc, const float* ap, const float* bp, int64_t i0, int64_t j0,
+          float* C, int64_t ldc, const Epilogue& ep, __mmask16 m0, __mmask16 m1) {
+  __m512 c[MR][2];
+  tile_start<MR>(first, i0, j0, C, ldc, ep, m0, m1, c);
+  for (int64_t k = 0; k < kc; ++k) {
+    const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
+    DTORCH_AVX512_UNROLL
+    for (int r = 0; r < MR; ++r) {
+      const __m512 a = _mm512_set1_ps(ap[r]);
+      c[r][0] = _mm512_fmadd_ps(a, b0, c[r][0]);
+      c[r][1] = _mm512_fmadd_ps(a, b1, c[r][1]);
+    }
+    ap += kMR;
+    bp += kNR;
+  }
+  tile_finish<MR>(last, nr, i0, j0, C, ldc, ep, m0, m1, c);
+}
+
+inline void tile_rows(int mr, bool first, bool last, int nr, int64_t kc, const float* ap, const float* bp, int64_t i0,
+                      int64_t j0, float* C, int64_t ldc, const Epilogue& ep, __mmask16 m0, __mmask16 m1) {
+  switch (mr) {
+#define DTORCH_AVX512_TILE_CASE(R) \
+  case R: tile<R>(first, last, nr, kc, ap, bp, i0, j0, C, ldc, ep, m0, m1); break;
+    DTORCH_AVX512_TILE_CASE(8)
+    DTORCH_AVX512_TILE_CASE(7)
+    DTORCH_AVX512_TILE_CASE(6)
+    DTORCH_AVX512_TILE_CASE(5)
+    DTORCH_AVX512_TILE_CASE(4)
+    DTORCH_AVX512_TILE_CASE(3)
+    DTORCH_AVX512_TILE_CASE(2)
+    default: tile<1>(first, last, nr, kc, ap, bp, i0, j0, C, ldc, ep, m0, m1); break;
+#undef DTORCH_AVX512_TILE_CASE
+  }
+}
+static_assert(kMR == 8, "tile_rows dispatches MR = 1..8");
+
+// C (M x N, ldc) = A . B (+ epilogue) with A packed (pack_a, all of it) and B produced by
+// fill(j0, nr, k0, kc, dst): write B[k0 + r][j0 + q] to dst[r * kNR + q] for r < kc, q < nr, and 0 for q >= nr.
+template <typename Fill>
+void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, Fill&& fill, float* C, int64_t ldc,
+          const Epilogue& ep) {
+  if (M <= 0 || N <= 0) return;
+  const int threads = pool == nullptr ? 1 : pool->size();
+  const int64_t panels = ceil_div(N, kNR), row_tiles = ceil_div(M, kMR);
+  // Few column panels for the threads: split the rows too (each unit refills its B blocks).
+  int64_t tiles_per_block = row_tiles;
+  if (threads > 1 && panels < 4 * threads) {
+    const int64_t want_blocks = ceil_div(4 * threads, panels);
+    tiles_per_block = ceil_div(row_tiles, want_blocks);
+  }
+  const int64_t row_blocks = ceil_div(row_tiles, tiles_per_block);
+  parallel_chunks(pool, panels * row_blocks, 1, [&](int64_t ub, int64_t ue) {
+    alignas(64) float bbuf[kKC * kNR];
+    for (int64_t u = ub; u < ue; ++u) {
+      const int64_t p = u / row_blocks, rb = u % row_blocks;
+      const int64_t j0 = p * kNR;
+      const int nr = static_cast<int>(N - j0 < kNR ? N - j0 : kNR);
+      const __mmask16 m0 = mask16(nr), m1 = mask16(nr - 16);
+      const int64_t t0 = rb * tiles_per_block;
+      const int64_t t1 = t0 + tiles_per_block < row_tiles ? t0 + tiles_per_block : row_tiles;
+      int64_t k0 = 0;
+      do {
+        const int64_t kc = K - k0 < kKC ? K - k0 : kKC;
+        if (kc > 0) fill(j0, nr, k0, kc, bbuf);
+        const bool first = k0 == 0, last = k0 + kc >= K;
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t i0 = t * kMR;
+          const int mr = static_cast<int>(M - i0 < kMR ? M - i0 : kMR);
+          tile_rows(mr, first, last, nr, kc, ap + t * kMR * K + k0 * kMR, bbuf, i0, j0, C, ldc, ep, m0, m1);
+        }
+        k0 += kc;
+      } while (k0 < K);
+    }
+  });
+}
+
+}  // namespace avx512
+}  // namespace kernels
+}  // namespace dtorch
