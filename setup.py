@@ -16,8 +16,11 @@ import os
 import platform
 from glob import glob
 
+import shutil
+
 from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
 from setuptools import setup
+from setuptools.command.build_py import build_py
 
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
@@ -81,6 +84,30 @@ class RuntimeBuildExt(build_ext):  # type: ignore[misc]
         super().build_extensions()
 
 
+# The edge SDK's non-Python folders travel inside the wheel as dtorch/_share/ (dtorch/edge/resources.py finds them
+# there when dtorch is not imported from a source checkout), so an installed `dtorch-edge build` can compile the
+# runtime for a board: the runtime's sources, the board files, the toolchain modules, the emulator profiles and
+# the SConstruct that builds them.
+SHARE_DIRS = ("runtime", "boards", "toolchains", "emulation")
+SHARE_FILES = ("SConstruct",)
+SHARE_IGNORE = shutil.ignore_patterns("__pycache__", "*.pyc", "*.o", "*.so", ".sconsign*", "crashes")
+
+
+class BuildPyWithShare(build_py):  # type: ignore[misc]
+    def run(self) -> None:
+        super().run()
+        share = os.path.join(self.build_lib, "dtorch", "_share")
+        if os.path.isdir(share):
+            shutil.rmtree(share)
+        os.makedirs(share)
+        for name in SHARE_DIRS:
+            src = os.path.join(ROOT, name)
+            if os.path.isdir(src):
+                shutil.copytree(src, os.path.join(share, name), ignore=SHARE_IGNORE)
+        for name in SHARE_FILES:
+            shutil.copy2(os.path.join(ROOT, name), os.path.join(share, name))
+
+
 ParallelCompile("DTORCH_BUILD_JOBS", default=0).install()
 
-setup(ext_modules=[ext], cmdclass={"build_ext": RuntimeBuildExt})
+setup(ext_modules=[ext], cmdclass={"build_ext": RuntimeBuildExt, "build_py": BuildPyWithShare})
