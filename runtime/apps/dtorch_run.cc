@@ -2,7 +2,8 @@
 //
 //   dtorch-run model.dtm --input x.npy [--input y.npy] --output out.npy [--output ...] [--threads N]
 //              [--kernels fast|exact|portable]   (kernel policy, SessionOptions::kernels; default fast)
-//   dtorch-run model.dtm --bench N [--input x.npy ...]     latency: min/median/p90/max in ms
+//   dtorch-run model.dtm --bench N [--input x.npy ...]     latency: min/median/p90/p99/max in ms
+//   dtorch-run model.dtm --bench N --profile                 and per node: median ms, share, kernel set
 //   dtorch-run model.dtm --self-test                         run the bundled test vector: PASS/FAIL
 //   dtorch-run model.dtm --info                              versions, inputs/outputs, ops, memory
 //
@@ -27,7 +28,7 @@ namespace {
 
 const char kUsage[] =
     "usage: dtorch-run MODEL.dtm [--input X.npy]... [--output Y.npy]... [--threads N] [--kernels fast|exact|portable] "
-    "[--bench N] [--self-test] [--info]";
+    "[--bench N [--profile]] [--self-test] [--info]";
 
 int fail(const std::string& msg, int code = 1) {
   std::string line = "dtorch-run: error: " + msg;
@@ -106,7 +107,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> input_paths, output_paths;
   int threads = 1, bench = 0;
   KernelPolicy kernels = KernelPolicy::kFast;
-  bool self_test = false, info = false;
+  bool self_test = false, info = false, profile = false;
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     auto value = [&](const char* flag) -> const char* {
@@ -129,6 +130,8 @@ int main(int argc, char** argv) {
       self_test = true;
     } else if (arg == "--info") {
       info = true;
+    } else if (arg == "--profile") {
+      profile = true;
     } else if (arg == "-h" || arg == "--help") {
       std::printf("%s\n", kUsage);
       return 0;
@@ -141,6 +144,7 @@ int main(int argc, char** argv) {
     }
   }
   if (model_path.empty()) return fail(std::string("no model given; ") + kUsage, 2);
+  if (profile && bench == 0) return fail(std::string("--profile needs --bench N (the number of runs); ") + kUsage, 2);
   if (!info && !self_test && bench == 0 && input_paths.empty())
     return fail(std::string("nothing to do: give --input/--output, --bench N, --self-test or --info; ") + kUsage, 2);
 
@@ -240,8 +244,30 @@ int main(int argc, char** argv) {
     }
     std::sort(ms.begin(), ms.end());
     auto pct = [&](double q) { return ms[static_cast<size_t>(q * static_cast<double>(ms.size() - 1) + 0.5)]; };
-    std::printf("bench: %d runs, threads %d: min %.3f ms, median %.3f ms, p90 %.3f ms, max %.3f ms\n", bench, threads,
-                ms.front(), pct(0.5), pct(0.9), ms.back());
+    std::printf("bench: %d runs, threads %d: min %.3f ms, median %.3f ms, p90 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+                bench, threads, ms.front(), pct(0.5), pct(0.9), pct(0.99), ms.back());
+    if (profile) {
+      const auto kernels = session->node_kernels();
+      const size_t nn = kernels.size();
+      std::vector<double> per_run(nn), all(nn * static_cast<size_t>(bench));
+      for (int r = 0; r < bench; ++r) {
+        st = session->RunProfiled(bv.data(), bv.size(), per_run.data());
+        if (!st.ok()) return fail(st.message());
+        for (size_t i = 0; i < nn; ++i) all[i * static_cast<size_t>(bench) + static_cast<size_t>(r)] = per_run[i];
+      }
+      std::vector<double> med(nn);
+      double total = 0;
+      for (size_t i = 0; i < nn; ++i) {
+        auto b = all.begin() + static_cast<std::ptrdiff_t>(i * static_cast<size_t>(bench));
+        std::sort(b, b + bench);
+        med[i] = b[bench / 2] * 1e3;
+        total += med[i];
+      }
+      std::printf("profile: median per node over %d runs (ms, share of their sum %.3f ms)\n", bench, total);
+      for (size_t i = 0; i < nn; ++i)
+        std::printf("  node %3zu  %-22s %-9s %9.3f ms  %5.1f%%\n", i, kernels[i].first.c_str(), kernels[i].second.c_str(),
+                    med[i], total > 0 ? 100.0 * med[i] / total : 0.0);
+    }
   }
   return 0;
 }

@@ -4,6 +4,7 @@
 // buffers; later Runs with the same shapes only bind the caller's input views and run the kernels,
 // allocating nothing.
 #include <algorithm>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -130,7 +131,7 @@ struct Session::Impl {
 
   Status check_inputs(const TensorView* in, size_t n) const;
   Status plan(const TensorView* in);
-  Status execute(const TensorView* in);
+  Status execute(const TensorView* in, double* node_seconds);
 };
 
 Status Session::Impl::check_inputs(const TensorView* in, size_t n) const {
@@ -306,7 +307,7 @@ Status Session::Impl::plan(const TensorView* in) {
   return Status::Ok();
 }
 
-Status Session::Impl::execute(const TensorView* in) {
+Status Session::Impl::execute(const TensorView* in, double* node_seconds) {
   for (size_t i = 0; i < m.inputs.size(); ++i) views[m.inputs[i]].data = in[i].data;
   uint8_t* base = static_cast<uint8_t*>(arena.p);
   for (size_t i = 0; i < m.nodes.size(); ++i) {
@@ -318,9 +319,12 @@ Status Session::Impl::execute(const TensorView* in) {
     ctx.pool = pool;
     ctx.scratch = scratch_bytes[i] ? base + scratch_offset[i] : nullptr;
     ctx.scratch_bytes = scratch_bytes[i];
+    const auto t0 = node_seconds != nullptr ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     Status st = n.kernel->run(ctx, node_in.data(), static_cast<int>(n.inputs.size()), node_out.data(),
                               static_cast<int>(n.outputs.size()));
     if (!st.ok()) return Status(st.code(), node_label(n) + ": " + st.message());
+    if (node_seconds != nullptr)
+      node_seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   }
   // Outputs that no node produces (a model input or constant passed through) are copied.
   for (size_t k = 0; k < m.outputs.size(); ++k) {
@@ -447,7 +451,17 @@ Status Session::Run(const TensorView* inputs, size_t num_inputs) {
   bool same = s.planned;
   for (size_t i = 0; same && i < num_inputs; ++i) same = s.planned_shapes[i] == inputs[i].shape;
   if (!same) DTORCH_RETURN_IF_ERROR(s.plan(inputs));
-  return s.execute(inputs);
+  return s.execute(inputs, nullptr);
+}
+
+Status Session::RunProfiled(const TensorView* inputs, size_t num_inputs, double* node_seconds) {
+  if (node_seconds == nullptr) return Status(StatusCode::kInvalidArgument, "RunProfiled needs a node_seconds array");
+  Impl& s = *impl_;
+  DTORCH_RETURN_IF_ERROR(s.check_inputs(inputs, num_inputs));
+  bool same = s.planned;
+  for (size_t i = 0; same && i < num_inputs; ++i) same = s.planned_shapes[i] == inputs[i].shape;
+  if (!same) DTORCH_RETURN_IF_ERROR(s.plan(inputs));
+  return s.execute(inputs, node_seconds);
 }
 
 TensorView Session::output(size_t i) const {

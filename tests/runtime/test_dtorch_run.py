@@ -76,6 +76,17 @@ def test_bench_and_self_test(binaries: Path, chain: tuple[Path, np.ndarray, np.n
     assert "bench: 5 runs" in r.stdout and all(k in r.stdout for k in ("min", "median", "p90", "max"))
 
 
+def test_bench_profile(binaries: Path, chain: tuple[Path, np.ndarray, np.ndarray]) -> None:
+    r = run(binaries, str(chain[0]), "--bench", "7", "--profile", "--kernels", "portable")
+    assert r.returncode == 0, r.stderr
+    assert "p99" in r.stdout and "profile: median per node over 7 runs" in r.stdout
+    rows = [line.split() for line in r.stdout.splitlines() if line.strip().startswith("node ")]
+    assert [row[2] for row in rows] == ["add", "relu", "mul", "neg", "add"], r.stdout  # execution order
+    assert all(row[3] == "portable" and row[-1].endswith("%") for row in rows)
+    assert abs(sum(float(row[-1].rstrip("%")) for row in rows) - 100.0) < 0.5
+    assert "--profile needs --bench N" in one_error_line(run(binaries, str(chain[0]), "--profile", "--info"))
+
+
 def test_self_test_fail_and_missing_vector(binaries: Path, tmp_path: Path) -> None:
     g = relu_model([2, 4])
     x = np.ones((2, 4), np.float32)

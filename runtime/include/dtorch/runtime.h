@@ -70,6 +70,9 @@ class Session {
   // Run with one view per model input, in inputs() order. Checks dtypes and shapes (fixed dims must
   // match; dynamic dims may take any size >= 1) and reports which input and dimension is wrong.
   Status Run(const TensorView* inputs, size_t num_inputs);
+  // Run, and write each node's wall time in seconds (execution order, node_kernels() order) to node_seconds,
+  // which must hold node_kernels().size() values. Allocates nothing more than Run.
+  Status RunProfiled(const TensorView* inputs, size_t num_inputs, double* node_seconds);
   TensorView output(size_t i) const;
 
   // The bundled test vector (if any): copies of its inputs and expected outputs.

@@ -7,8 +7,7 @@
 // buffer that stays in L1: the columns are never written to memory. Bias and the fused activation are applied in
 // the GEMM (bias first, then the taps). A 1x1 stride-1 unpadded convolution copies input rows instead of gathering.
 // Depthwise convolutions (one input channel per group, one output channel per group): a direct kernel, 16 output
-// columns per vector, taps in (row, column) order with one FMA each starting from the bias; interior vectors load
-// the input rows (stride 1 directly, stride 2 de-interleaved), border vectors gather only valid positions.
+// columns per vector, taps in (row, column) order with one FMA each starting from the bias (see depthwise_plane).
 // Threads split GEMM work units or output planes only.
 // Planes whose positions do not fit 32-bit gather indices run the best bit-exact kernel (x86 or portable), found through the registry.
 #include <immintrin.h>
@@ -188,44 +187,71 @@ inline __m512 activate(const kernels::Activation& a, __m512 v, bool* done) {
   }
 }
 
-// One output plane (image n, channel c).
+// One output plane (image n, channel c), kDwRows output rows at a time (independent accumulator chains), 16 output
+// columns per vector. Every output starts at the bias and adds its taps in (row, column) order, one FMA each, so
+// its result does not depend on how rows are blocked. Stride 1: each tap is one masked load whose mask drops the
+// positions outside the row (AVX-512 masked loads never touch masked-off lanes). Stride 2: interior vectors load 31
+// floats and keep the even ones. Border vectors of other strides gather their valid positions.
+constexpr int kDwRows = 4;
+
 void depthwise_plane(const Geo& g, const float* xp, const float* wc, float b, float* yp) {
-  const __m512i kEven = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
   const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512i W = _mm512_set1_epi32(static_cast<int32_t>(g.w));
   const __m512i lane_off = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(static_cast<int32_t>(g.sw)));
-  for (int64_t oh = 0; oh < g.oh; ++oh) {
-    float* yrow = yp + oh * g.ow;
+  const __m512 zero = _mm512_setzero_ps();
+  for (int64_t oh0 = 0; oh0 < g.oh; oh0 += kDwRows) {
+    const int rows = static_cast<int>(g.oh - oh0 < kDwRows ? g.oh - oh0 : kDwRows);
     for (int64_t ow0 = 0; ow0 < g.ow; ow0 += 16) {
       const int nv = static_cast<int>(g.ow - ow0 < 16 ? g.ow - ow0 : 16);
       const __mmask16 mv = k5::mask16(nv);
-      __m512 acc = _mm512_set1_ps(b);
+      __m512 acc[kDwRows];
+      DTORCH_AVX512_UNROLL
+      for (int r = 0; r < kDwRows; ++r) acc[r] = _mm512_set1_ps(b);
       for (int64_t i = 0; i < g.kh; ++i) {
-        const int64_t ih = oh * g.sh - g.pt + i * g.dh;
-        if (ih < 0 || ih >= g.h) continue;
-        const float* row = xp + ih * g.w;
+        const float* wr = wc + i * g.kw;
         for (int64_t j = 0; j < g.kw; ++j) {
           const int64_t first = ow0 * g.sw - g.pl + j * g.dw, last = first + (nv - 1) * g.sw;
-          __m512 v;
-          if (nv == 16 && first >= 0 && last < g.w && g.sw == 1) {
-            v = _mm512_loadu_ps(row + first);
-          } else if (nv == 16 && first >= 0 && last < g.w && g.sw == 2) {
-            // positions first, first + 2, ..., first + 30: even lanes of row[first .. first + 31); lane 31 unread
-            const __m512 lo = _mm512_loadu_ps(row + first);
-            const __m512 hi = _mm512_maskz_loadu_ps(0x7FFF, row + first + 16);
-            v = _mm512_permutex2var_ps(lo, kEven, hi);
-          } else {
-            const __m512i iw = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int32_t>(first)), lane_off);
-            const __mmask16 m = mv & _mm512_cmplt_epu32_mask(iw, W);
-            v = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), m, iw, row, 4);
+          const bool inside = first >= 0 && last < g.w;
+          // How this tap's 16 positions are read (the same for every row of the block).
+          __mmask16 m = mv;
+          __m512i iw = _mm512_setzero_si512();
+          if (g.sw == 1 && !inside) {
+            m &= _mm512_cmplt_epu32_mask(_mm512_add_epi32(_mm512_set1_epi32(static_cast<int32_t>(first)), lanes), W);
+          } else if (!(g.sw == 2 && inside) && g.sw != 1) {
+            iw = _mm512_add_epi32(_mm512_set1_epi32(static_cast<int32_t>(first)), lane_off);
+            m &= _mm512_cmplt_epu32_mask(iw, W);
           }
-          acc = _mm512_fmadd_ps(_mm512_set1_ps(wc[i * g.kw + j]), v, acc);
+          const int span = 2 * nv - 1;  // stride 2, inside: input floats the vector covers
+          const __m512 wv = _mm512_set1_ps(wr[j]);
+          DTORCH_AVX512_UNROLL
+          for (int r = 0; r < kDwRows; ++r) {
+            const int64_t ih = (oh0 + r) * g.sh - g.pt + i * g.dh;
+            if (r >= rows || ih < 0 || ih >= g.h) continue;
+            const float* row = xp + ih * g.w;
+            __m512 v;
+            if (g.sw == 1) {
+              v = _mm512_maskz_loadu_ps(m, row + first);
+            } else if (g.sw == 2 && inside) {
+              const __m512 lo = _mm512_maskz_loadu_ps(k5::mask16(span), row + first);
+              const __m512 hi = span > 16 ? _mm512_maskz_loadu_ps(k5::mask16(span - 16), row + first + 16) : zero;
+              v = _mm512_permutex2var_ps(lo, even, hi);
+            } else {
+              v = _mm512_mask_i32gather_ps(zero, m, iw, row, 4);
+            }
+            acc[r] = _mm512_fmadd_ps(wv, v, acc[r]);
+          }
         }
       }
-      bool done = false;
-      acc = activate(g.act, acc, &done);
-      _mm512_mask_storeu_ps(yrow + ow0, mv, acc);
-      if (!done) kernels::bias_activation(g.act, 0.0f, yrow + ow0, nv);
+      DTORCH_AVX512_UNROLL
+      for (int r = 0; r < kDwRows; ++r) {
+        if (r >= rows) continue;
+        float* y = yp + (oh0 + r) * g.ow + ow0;
+        bool done = false;
+        const __m512 out = activate(g.act, acc[r], &done);
+        _mm512_mask_storeu_ps(y, mv, out);
+        if (!done) kernels::bias_activation(g.act, 0.0f, y, nv);
+      }
     }
   }
 }
