@@ -156,9 +156,10 @@ class InferenceSession:
     def get_providers(self) -> list[str]:
         return [self._backend]
 
-    def node_kernels(self) -> list[tuple[str, str]]:
-        """The kernel each node runs, in execution order: ``(operator, kernel set)``, e.g. ``("conv2d", "avx512")``."""
-        return [(op, ks) for op, ks in self._sess.node_kernels()]
+    def node_kernels(self) -> list[tuple[str, str, str]]:
+        """The kernel each node runs, in execution order: ``(operator, dtype, kernel set)``, e.g.
+        ``("conv2d", "float32", "avx512")``."""
+        return [(op, dtype, ks) for op, dtype, ks in self._sess.node_kernels()]
 
     @property
     def info(self) -> dict[str, Any]:

@@ -79,8 +79,10 @@ void print_info(const Session& s) {
   for (const auto& kv : i.metadata) std::printf("metadata: %s = %s\n", kv.first.c_str(), kv.second.c_str());
   // Which kernel set runs each operator under this session's policy (e.g. conv2d: avx512).
   std::vector<std::pair<std::string, std::string>> seen;
-  for (const auto& nk : s.node_kernels())
+  for (const auto& k : s.node_kernels()) {
+    const std::pair<std::string, std::string> nk(k.op, k.kernel_set);
     if (std::find(seen.begin(), seen.end(), nk) == seen.end()) seen.push_back(nk);
+  }
   std::string ks;
   for (const auto& nk : seen) ks += (ks.empty() ? "" : " ") + nk.first + ":" + nk.second;
   std::printf("kernels: %s\n", ks.c_str());
@@ -265,7 +267,7 @@ int main(int argc, char** argv) {
       }
       std::printf("profile: median per node over %d runs (ms, share of their sum %.3f ms)\n", bench, total);
       for (size_t i = 0; i < nn; ++i)
-        std::printf("  node %3zu  %-22s %-9s %9.3f ms  %5.1f%%\n", i, kernels[i].first.c_str(), kernels[i].second.c_str(),
+        std::printf("  node %3zu  %-22s %-9s %9.3f ms  %5.1f%%\n", i, kernels[i].op.c_str(), kernels[i].kernel_set.c_str(),
                     med[i], total > 0 ? 100.0 * med[i] / total : 0.0);
     }
   }

@@ -436,10 +436,10 @@ Status Session::CreateFromBuffer(const void* data, size_t size, const SessionOpt
 const std::vector<IOInfo>& Session::inputs() const { return impl_->m.input_info; }
 const std::vector<IOInfo>& Session::outputs() const { return impl_->m.output_info; }
 const ModelInfo& Session::info() const { return impl_->m.info; }
-std::vector<std::pair<std::string, std::string>> Session::node_kernels() const {
-  std::vector<std::pair<std::string, std::string>> out;
+std::vector<Session::NodeKernel> Session::node_kernels() const {
+  std::vector<NodeKernel> out;
   out.reserve(impl_->m.nodes.size());
-  for (const auto& n : impl_->m.nodes) out.emplace_back(n.op, n.kernel->kernel_set);
+  for (const auto& n : impl_->m.nodes) out.push_back(NodeKernel{n.op, n.kernel->dtype, n.kernel->kernel_set});
   return out;
 }
 

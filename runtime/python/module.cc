@@ -341,7 +341,11 @@ class PySession {
     return d;
   }
   uint64_t arena_bytes() const { return session_->arena_bytes(); }
-  std::vector<std::pair<std::string, std::string>> node_kernels() const { return session_->node_kernels(); }
+  py::list node_kernels() const {
+    py::list l;
+    for (const auto& k : session_->node_kernels()) l.append(py::make_tuple(k.op, dtype_name(k.dtype), k.kernel_set));
+    return l;
+  }
 
   py::list run(const py::list& arrays) {
     std::vector<TensorView> views(arrays.size());

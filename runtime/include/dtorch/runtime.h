@@ -79,8 +79,14 @@ class Session {
   Status TestVector(std::vector<std::vector<uint8_t>>* inputs, std::vector<Shape>* input_shapes,
                     std::vector<std::vector<uint8_t>>* outputs, std::vector<Shape>* output_shapes) const;
 
-  // The kernel each node runs, in execution order: (operator, kernel set), e.g. ("conv2d", "avx512").
-  std::vector<std::pair<std::string, std::string>> node_kernels() const;
+  // The kernel each node runs, in execution order: operator, the dtype its kernel was chosen for, kernel set
+  // (e.g. conv2d, float32, avx512).
+  struct NodeKernel {
+    std::string op;
+    DType dtype;
+    std::string kernel_set;
+  };
+  std::vector<NodeKernel> node_kernels() const;
 
   // Bytes of the current arena (after the last Run's planning) and the high-water mark of session memory.
   uint64_t arena_bytes() const;
