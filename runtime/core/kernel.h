@@ -111,9 +111,10 @@ size_t registered_kernels(const KernelDef* const** defs);
       ::dtorch::KernelDef{op, dtype, infer, run, ::dtorch::KernelArity{min_in, max_in, optional, n_out},    \
                           "portable", ::dtorch::kPortableKernelRank})
 
-// A small fixed-size thread pool. parallel_for splits [0, n) into contiguous chunks, one per thread,
-// in a fixed way that depends only on n and the pool size; each index is processed exactly once.
-// Kernels must make results independent of the split (no cross-chunk reductions in float).
+// A small fixed-size thread pool. parallel_for splits [0, n) into contiguous chunks in a fixed way that depends
+// only on n and the pool size, and the threads (the caller included) claim chunks dynamically; each index is
+// processed exactly once, by any thread. Kernels must make results independent of the split and of which thread
+// runs a chunk (no cross-chunk reductions in float, no per-thread state keyed by the chunk).
 class ThreadPool {
  public:
   explicit ThreadPool(int num_threads);

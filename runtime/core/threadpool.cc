@@ -1,12 +1,21 @@
-// ThreadPool: num_threads - 1 persistent worker threads plus the calling thread. parallel_for splits
-// [0, n) into size() contiguous chunks (the first n % size() chunks one longer), chunk 0 runs on the
-// caller, chunk k on worker k. The split depends only on n and size(). A parallel_for issued from inside
-// a worker (nested) runs inline. Nothing is allocated after construction.
+// ThreadPool: num_threads - 1 persistent worker threads plus the calling thread.
 //
-// Hand-off: a model run issues one parallel_for per big kernel, microseconds apart, so a worker that has
-// finished a chunk spins for a short while (about 50-100 us of pause instructions) watching for the next job
-// before it sleeps on the condition variable, and the caller spins the same way waiting for the workers before
-// it sleeps. Waking a sleeping thread costs tens of microseconds, as much as a small kernel's whole work.
+// parallel_for(n) splits [0, n) into min(n, 4 * size()) contiguous parts (the first n % parts one longer: the split
+// depends only on n and size()), and the caller and the workers claim parts from an atomic counter until none are
+// left. The caller works too and never waits for a worker that has not started: if another process holds a core
+// and a worker is not scheduled, the caller runs that worker's parts itself. It waits only for parts a worker is
+// running. Kernels make results independent of the split (each index is processed exactly once, never reduced
+// across parts), so the bits do not depend on the thread count or on who ran what. A parallel_for issued from
+// inside a worker (nested) runs inline. Nothing is allocated after construction.
+//
+// Hand-off: a model run issues one parallel_for per big kernel, microseconds apart, so an idle worker spins for a
+// short while (a few thousand pause instructions, then a few yields) watching for the next job before it sleeps on
+// the condition variable; the caller waits for running parts the same way. Waking a sleeping thread costs tens of
+// microseconds, as much as a small kernel's whole work.
+//
+// Jobs live in two slots used alternately. A worker that saw generation g enters slot g % 2 (users + 1), then
+// checks that the slot still holds g; the caller, before reusing a slot, marks it empty and waits until no worker
+// is inside it (sequentially consistent operations on both sides, so one of them always sees the other).
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -21,7 +30,9 @@ namespace dtorch {
 namespace {
 thread_local bool t_in_pool_worker = false;
 
-constexpr int kSpinIterations = 20000;
+constexpr int kSpinIterations = 2000;  // pause instructions before yielding
+constexpr int kYieldIterations = 16;   // then sched_yield calls before sleeping
+constexpr int kPartsPerThread = 4;
 
 inline void cpu_relax() {
 #if defined(__x86_64__) || defined(__i386__)
@@ -32,6 +43,36 @@ inline void cpu_relax() {
   __asm__ __volatile__("" ::: "memory");
 #endif
 }
+
+// Spins (then yields) until done() is true or the budget is spent; returns done().
+template <typename F>
+bool spin_until(F&& done) {
+  for (int spin = 0; spin < kSpinIterations + kYieldIterations; ++spin) {
+    if (done()) return true;
+    if (spin < kSpinIterations)
+      cpu_relax();
+    else
+      std::this_thread::yield();
+  }
+  return done();
+}
+
+struct Job {
+  std::atomic<uint64_t> gen{0};  // the generation this slot holds (0: being written)
+  void (*fn)(void*, int64_t, int64_t) = nullptr;
+  void* arg = nullptr;
+  int64_t n = 0;
+  int parts = 0;
+  std::atomic<int> next{0};   // the next part to claim
+  std::atomic<int> done{0};   // parts finished
+  std::atomic<int> users{0};  // workers inside this slot
+};
+
+void chunk(int64_t n, int parts, int k, int64_t* begin, int64_t* end) {
+  const int64_t base = n / parts, rem = n % parts;
+  *begin = k * base + std::min<int64_t>(k, rem);
+  *end = *begin + base + (k < rem ? 1 : 0);
+}
 }  // namespace
 
 struct ThreadPool::Impl {
@@ -40,46 +81,44 @@ struct ThreadPool::Impl {
   std::mutex mu;
   std::condition_variable work_cv;
   std::condition_variable done_cv;
-  std::atomic<uint64_t> generation{0};
-  std::atomic<int> pending{0};
+  std::atomic<uint64_t> generation{0};  // the latest published job (0: none yet)
   std::atomic<bool> stop{false};
-  // The current job: written by the caller before it publishes a new generation (release), read by workers
-  // after they see it (acquire).
-  void (*fn)(void*, int64_t, int64_t) = nullptr;
-  void* arg = nullptr;
-  int64_t n = 0;
+  Job slots[2];
 
-  static void chunk(int64_t n, int parts, int k, int64_t* begin, int64_t* end) {
-    const int64_t base = n / parts, rem = n % parts;
-    *begin = k * base + std::min<int64_t>(k, rem);
-    *end = *begin + base + (k < rem ? 1 : 0);
+  // Claims and runs parts of `j` until none are left; wakes the caller when the last part finishes.
+  void run_parts(Job& j) {
+    for (;;) {
+      const int p = j.next.fetch_add(1, std::memory_order_relaxed);
+      if (p >= j.parts) return;
+      int64_t b, e;
+      chunk(j.n, j.parts, p, &b, &e);
+      if (b < e) j.fn(j.arg, b, e);
+      if (j.done.fetch_add(1, std::memory_order_acq_rel) + 1 == j.parts) {
+        std::lock_guard<std::mutex> lock(mu);  // the caller checks `done` under the lock before it sleeps
+        done_cv.notify_one();
+      }
+    }
   }
 
-  void worker_loop(int k) {
+  void worker_loop() {
     t_in_pool_worker = true;
     uint64_t seen = 0;
     for (;;) {
-      uint64_t g = generation.load(std::memory_order_acquire);
-      for (int spin = 0; g == seen && spin < kSpinIterations && !stop.load(std::memory_order_relaxed); ++spin) {
-        cpu_relax();
-        g = generation.load(std::memory_order_acquire);
-      }
-      if (g == seen) {
+      if (!spin_until([&] {
+            return generation.load(std::memory_order_acquire) != seen || stop.load(std::memory_order_relaxed);
+          })) {
         std::unique_lock<std::mutex> lock(mu);
         work_cv.wait(lock, [&] {
           return stop.load(std::memory_order_relaxed) || generation.load(std::memory_order_acquire) != seen;
         });
-        g = generation.load(std::memory_order_acquire);
       }
       if (stop.load(std::memory_order_relaxed)) return;
+      const uint64_t g = generation.load(std::memory_order_acquire);
       seen = g;
-      int64_t b, e;
-      chunk(n, size, k, &b, &e);
-      if (b < e) fn(arg, b, e);
-      if (pending.fetch_sub(1, std::memory_order_acq_rel) == 1) {
-        std::lock_guard<std::mutex> lock(mu);  // the caller checks `pending` under the lock before it sleeps
-        done_cv.notify_one();
-      }
+      Job& j = slots[g & 1];
+      j.users.fetch_add(1, std::memory_order_seq_cst);
+      if (j.gen.load(std::memory_order_seq_cst) == g) run_parts(j);  // else: the slot moved on to a later job
+      j.users.fetch_sub(1, std::memory_order_release);
     }
   }
 };
@@ -87,7 +126,7 @@ struct ThreadPool::Impl {
 ThreadPool::ThreadPool(int num_threads) : impl_(new Impl) {
   impl_->size = std::max(1, num_threads);
   impl_->workers.reserve(static_cast<size_t>(impl_->size - 1));
-  for (int k = 1; k < impl_->size; ++k) impl_->workers.emplace_back([this, k] { impl_->worker_loop(k); });
+  for (int k = 1; k < impl_->size; ++k) impl_->workers.emplace_back([this] { impl_->worker_loop(); });
 }
 
 ThreadPool::~ThreadPool() {
@@ -108,24 +147,29 @@ void ThreadPool::parallel_for(int64_t n, void (*fn)(void* arg, int64_t begin, in
     fn(arg, 0, n);
     return;
   }
-  impl_->fn = fn;
-  impl_->arg = arg;
-  impl_->n = n;
-  impl_->pending.store(impl_->size - 1, std::memory_order_relaxed);
+  Impl& s = *impl_;
+  const uint64_t g = s.generation.load(std::memory_order_relaxed) + 1;  // only the caller writes generation
+  Job& j = s.slots[g & 1];
+  j.gen.store(0, std::memory_order_seq_cst);  // empty: a worker entering now leaves again
+  while (j.users.load(std::memory_order_seq_cst) != 0) cpu_relax();  // a worker still inside job g - 2
+  j.fn = fn;
+  j.arg = arg;
+  j.n = n;
+  j.parts = static_cast<int>(std::min<int64_t>(n, int64_t{kPartsPerThread} * s.size));
+  j.next.store(0, std::memory_order_relaxed);
+  j.done.store(0, std::memory_order_relaxed);
+  j.gen.store(g, std::memory_order_seq_cst);
   {
     // Under the lock, so a worker between its predicate check and its sleep cannot miss the new generation.
-    std::lock_guard<std::mutex> lock(impl_->mu);
-    impl_->generation.fetch_add(1, std::memory_order_release);
+    std::lock_guard<std::mutex> lock(s.mu);
+    s.generation.store(g, std::memory_order_seq_cst);
   }
-  impl_->work_cv.notify_all();
-  int64_t b, e;
-  Impl::chunk(n, impl_->size, 0, &b, &e);
-  if (b < e) fn(arg, b, e);
-  for (int spin = 0; spin < kSpinIterations && impl_->pending.load(std::memory_order_acquire) != 0; ++spin)
-    cpu_relax();
-  if (impl_->pending.load(std::memory_order_acquire) != 0) {
-    std::unique_lock<std::mutex> lock(impl_->mu);
-    impl_->done_cv.wait(lock, [&] { return impl_->pending.load(std::memory_order_acquire) == 0; });
+  s.work_cv.notify_all();
+  s.run_parts(j);
+  auto finished = [&] { return j.done.load(std::memory_order_acquire) == j.parts; };
+  if (!spin_until(finished)) {
+    std::unique_lock<std::mutex> lock(s.mu);
+    s.done_cv.wait(lock, finished);
   }
 }
 
