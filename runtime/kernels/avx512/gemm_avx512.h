@@ -3,8 +3,8 @@
 // C (M x N) = A (M x K) . B (K x N) (+ epilogue), where A is packed once per call (pack_a: panels of kMR rows,
 // k-major) and B is produced block by block by the caller's `fill` function straight into a 32 KiB buffer on the
 // stack (kKC rows x kNR columns, k-major): convolutions write their im2col columns there, so the columns are never
-// materialized in memory. Register tile: kMR = 8 rows x kNR = 32 columns (16 zmm accumulators, 2 zmm of B per k,
-// 8 broadcasts of A).
+// materialized in memory. Register tile: kMR = 12 rows x kNR = 32 columns (24 zmm accumulators, 2 zmm of B per k,
+// 12 broadcasts of A).
 //
 // Numerics (the avx512 set's contract, kernels/avx512/avx512.h): each C[i][j] starts at its bias (or +0.0f) and
 // adds A[i][k] * B[k][j] with one fused multiply-add per k, k ascending in one float32 accumulator (spilled to C
@@ -31,7 +31,7 @@ namespace dtorch {
 namespace kernels {
 namespace avx512 {
 
-constexpr int kMR = 8;         // rows of a register tile (= rows of a packed A panel)
+constexpr int kMR = 12;        // rows of a register tile (= rows of a packed A panel)
 constexpr int kNR = 32;        // columns of a register tile (2 zmm) = columns of a B block
 constexpr int64_t kKC = 256;   // rows of a B block: kKC x kNR floats = 32 KiB (L1)
 
@@ -135,6 +135,10 @@ inline void tile_rows(int mr, bool first, bool last, int nr, int64_t kc, const f
   switch (mr) {
 #define DTORCH_AVX512_TILE_CASE(R) \
   case R: tile<R>(first, last, nr, kc, ap, bp, i0, j0, C, ldc, ep, m0, m1); break;
+    DTORCH_AVX512_TILE_CASE(12)
+    DTORCH_AVX512_TILE_CASE(11)
+    DTORCH_AVX512_TILE_CASE(10)
+    DTORCH_AVX512_TILE_CASE(9)
     DTORCH_AVX512_TILE_CASE(8)
     DTORCH_AVX512_TILE_CASE(7)
     DTORCH_AVX512_TILE_CASE(6)
@@ -146,7 +150,7 @@ inline void tile_rows(int mr, bool first, bool last, int nr, int64_t kc, const f
 #undef DTORCH_AVX512_TILE_CASE
   }
 }
-static_assert(kMR == 8, "tile_rows dispatches MR = 1..8");
+static_assert(kMR == 12, "tile_rows dispatches MR = 1..12");
 
 // C (M x N, ldc) = A . B (+ epilogue) with A packed (pack_a, all of it) and B produced by
 // fill(j0, nr, k0, kc, dst): write B[k0 + r][j0 + q] to dst[r * kNR + q] for r < kc, q < nr, and 0 for q >= nr.
@@ -163,6 +167,9 @@ void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, Fi
     tiles_per_block = ceil_div(row_tiles, want_blocks);
   }
   const int64_t row_blocks = ceil_div(row_tiles, tiles_per_block);
+  // K in equal blocks of at most kKC rows (K = 288 -> 2 x 144, not 256 + 32: a short block pays the tile's
+  // start and finish for little work). The blocking does not change any result: k stays in increasing order.
+  const int64_t kblock = K <= 0 ? 1 : ceil_div(K, ceil_div(K, kKC));
   parallel_chunks(pool, panels * row_blocks, 1, [&](int64_t ub, int64_t ue) {
     alignas(64) float bbuf[kKC * kNR];
     for (int64_t u = ub; u < ue; ++u) {
@@ -174,7 +181,7 @@ void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, Fi
       const int64_t t1 = t0 + tiles_per_block < row_tiles ? t0 + tiles_per_block : row_tiles;
       int64_t k0 = 0;
       do {
-        const int64_t kc = K - k0 < kKC ? K - k0 : kKC;
+        const int64_t kc = K - k0 < kblock ? K - k0 : kblock;
         if (kc > 0) fill(j0, nr, k0, kc, bbuf);
         const bool first = k0 == 0, last = k0 + kc >= K;
         for (int64_t t = t0; t < t1; ++t) {

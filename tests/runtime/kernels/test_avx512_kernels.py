@@ -2,7 +2,7 @@
 AVX-512 F/BW/DQ/VL, used by the "fast" kernel policy and never by "exact".
 
 Its documented tolerance (runtime/kernels/avx512/avx512.h): within 1e-5 x the output scale of a float64
-reference; identical bits for any thread count. The shapes below hit every edge of its GEMM (8 x 32 register
+reference; identical bits for any thread count. The shapes below hit every edge of its GEMM (12 x 32 register
 tiles, partial row tiles, partial 32-column panels, K blocks of 256), its im2col gather (padding, stride,
 dilation, asymmetric padding), grouped convolutions and the depthwise kernel (stride 1 and 2 interior loads,
 border gathers, widths below one vector)."""
