@@ -53,31 +53,40 @@ def export_pair(name: str, tmp: Path) -> tuple[Path, Path, np.ndarray]:
     return dpath, opath, x
 
 
-def steady(dpath: Path, opath: Path, x: np.ndarray, threads: int, iters: int) -> dict[str, float]:
+def steady(dpath: Path, opath: Path, x: np.ndarray, threads: int, iters: int, rounds: int = 5) -> dict[str, float]:
+    """Latency of dtorch (kernel policy "fast", the default, and "exact") and ONNX Runtime in one process, in
+    alternating rounds (this shared VM changes speed by up to 1.5x from minute to minute; alternating keeps the
+    ratio fair). `iters` runs per engine in all, after warm-up."""
     import onnxruntime as ort
 
     import dtorch.runtime as rt
 
-    ds = rt.InferenceSession(str(dpath), threads=threads)
+    fast = rt.InferenceSession(str(dpath), threads=threads)
+    exact = rt.InferenceSession(str(dpath), threads=threads, kernels="exact")
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
     os_ = ort.InferenceSession(str(opath), so, providers=["CPUExecutionProvider"])
+    engines = {"dtorch": lambda: fast.run(None, {"input": x}), "dtorch_exact": lambda: exact.run(None, {"input": x}),
+               "onnxruntime": lambda: os_.run(None, {"input": x})}
+    times: dict[str, list[float]] = {k: [] for k in engines}
+    per_round = max(1, iters // rounds)
+    for _ in range(rounds):
+        for label, run in engines.items():
+            for _ in range(3):
+                run()
+            for _ in range(per_round):
+                t0 = time.perf_counter()
+                run()
+                times[label].append((time.perf_counter() - t0) * 1e3)
     out = {}
-    for label, run in (("dtorch", lambda: ds.run(None, {"input": x})),
-                       ("onnxruntime", lambda: os_.run(None, {"input": x}))):
-        for _ in range(5):
-            run()
-        times = []
-        for _ in range(iters):
-            t0 = time.perf_counter()
-            run()
-            times.append((time.perf_counter() - t0) * 1e3)
-        out[f"{label}_p50"] = statistics.median(times)
-        out[f"{label}_p90"] = _percentile(times, 90)
-    d_out = ds.run(None, {"input": x})[0]
+    for label, ts in times.items():
+        out[f"{label}_p50"] = statistics.median(ts)
+        out[f"{label}_p90"] = _percentile(ts, 90)
+    d_out = fast.run(None, {"input": x})[0]
     o_out = os_.run(None, {"input": x})[0]
     out["max_abs_diff"] = float(np.max(np.abs(d_out - o_out)))
+    out["kernel_sets"] = ",".join(sorted({ks for _, _, ks in fast.node_kernels()}))  # type: ignore[assignment]
     return out
 
 
@@ -161,9 +170,13 @@ def main() -> None:
             dpath, opath, x = export_pair(name, tmp)
             npy = tmp / f"{name}.npy"
             r: dict[str, float] = {}
+            kernel_sets = ""
             for th in (1, 2):
                 for k, v in steady(dpath, opath, x, th, args.iters).items():
-                    r[f"t{th}_{k}"] = v
+                    if k == "kernel_sets":
+                        kernel_sets = str(v)
+                    else:
+                        r[f"t{th}_{k}"] = v
             r["cold_dtorch_s"], r["rss_dtorch_mb"] = cold(COLD_DTORCH, dpath, npy, args.cold_runs)
             r["cold_ort_s"], r["rss_ort_mb"] = cold(COLD_ORT, opath, npy, args.cold_runs)
             native = cold_native(dpath, npy, args.cold_runs)
@@ -175,6 +188,7 @@ def main() -> None:
                 f"| {name} | {r['t1_dtorch_p50']:.2f} / {r['t1_onnxruntime_p50']:.2f} "
                 f"({r['t1_dtorch_p50'] / r['t1_onnxruntime_p50']:.2f}x) | {r['t2_dtorch_p50']:.2f} / "
                 f"{r['t2_onnxruntime_p50']:.2f} ({r['t2_dtorch_p50'] / r['t2_onnxruntime_p50']:.2f}x) | "
+                f"{r['t1_dtorch_exact_p50']:.2f} / {r['t2_dtorch_exact_p50']:.2f} | {kernel_sets} | "
                 f"{r['cold_dtorch_s'] * 1e3:.0f} / {r['cold_ort_s'] * 1e3:.0f} | "
                 f"{r['rss_dtorch_mb']:.0f} / {r['rss_ort_mb']:.0f} | "
                 + (f"{r['cold_native_s'] * 1e3:.0f} ms, {r['rss_native_mb']:.1f} MB" if native else "n/a")
@@ -183,11 +197,15 @@ def main() -> None:
     res["sizes"] = sizes
     import onnxruntime
 
-    header = ("| model | latency ms, 1 thread: dtorch / ORT | 2 threads | cold start ms (Python process): dtorch / ORT "
+    header = ("| model | latency ms, 1 thread: dtorch / ORT | 2 threads | dtorch kernels=\"exact\", 1 / 2 threads | "
+              "kernel sets (fast) | cold start ms (Python process): dtorch / ORT "
               "| peak RSS MB: dtorch / ORT | dtorch-run native cold start, RSS | max abs diff |\n"
-              "|---|---:|---:|---:|---:|---:|---:|")
+              "|---|---:|---:|---:|---|---:|---:|---:|---:|")
     size_line = ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in sizes.items())
-    env = (f"Batch 1, float32, median of {args.iters} runs after warm-up (p50). Cold start: a fresh Python process "
+    env = (f"Batch 1, float32, median of {args.iters} runs per engine after warm-up (p50), the engines alternating in "
+           f"5 rounds in one process. dtorch runs its default kernel policy \"fast\" (the AVX-512 FMA set where the "
+           f"CPU has it, within 1e-5 x output scale of the portable kernels); the \"exact\" column is the policy that "
+           f"keeps the portable kernels' bits (AVX2 without FMA). Cold start: a fresh Python process "
            f"importing the runtime, loading the model and producing the first output (median of {args.cold_runs}). "
            f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared VM). ONNX Runtime {onnxruntime.__version__} "
            f"(CPUExecutionProvider, models from torch.onnx.export of the PyTorch twins). Installed size: {size_line}.")
