@@ -114,5 +114,105 @@ def inspect(model: Path, as_json: bool) -> None:
         click.echo("bundled test vector: yes")
 
 
+def _fmt_ram(mb: int) -> str:
+    if mb >= 1024 and mb % 1024 == 0:
+        return f"{mb // 1024} GiB"
+    if mb >= 1024:
+        return f"{mb / 1024:.1f} GiB"
+    return f"{mb} MiB"
+
+
+def _table(rows: list[list[str]]) -> list[str]:
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(c.ljust(w) for c, w in zip(r, widths)).rstrip() for r in rows]
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def boards(as_json: bool) -> None:
+    """List the boards: architecture, CPU, RAM, which of their toolchains are installed, and the emulator."""
+    import json
+
+    from .boards import BoardError, load_boards
+    from .resources import ResourceError
+    from .toolchains import ToolchainError, get_toolchain
+
+    try:
+        all_boards = load_boards()
+    except (BoardError, ResourceError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    cache: dict[tuple[str, str], bool | None] = {}
+
+    def found(family: str, arch: str) -> bool | None:  # None: the family is unknown or cannot target arch
+        if (family, arch) not in cache:
+            try:
+                tc = get_toolchain(family)
+                cache[family, arch] = tc.find(arch).found if arch in tc.arches else None
+            except ToolchainError:
+                cache[family, arch] = None
+        return cache[family, arch]
+
+    if as_json:
+        out = []
+        for b in all_boards:
+            d = b.to_json()
+            d["toolchains_found"] = {f: found(f, b.arch) for f in b.toolchains}
+            out.append(d)
+        click.echo(json.dumps(out, indent=2))
+        return
+    state = {True: "found", False: "missing", None: "n/a"}
+    rows = [["NAME", "ARCH", "CPU", "RAM", "TOOLCHAINS", "EMULATOR"]]
+    for b in all_boards:
+        tcs = " ".join(f"{f}:{state[found(f, b.arch)]}" for f in b.toolchains)
+        rows.append([b.name, b.arch, b.cpu_summary(), _fmt_ram(b.ram_mb), tcs, b.emulator.summary()])
+    for line in _table(rows):
+        click.echo(line)
+
+
+@main.command()
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+@click.option("--strict", is_flag=True, help="Exit with status 1 when anything is missing.")
+def doctor(as_json: bool, strict: bool) -> None:
+    """Check every toolchain family for every architecture, QEMU and SCons; print what is missing and the exact
+    command that installs it."""
+    import json
+
+    from .doctor import run_doctor
+
+    report = run_doctor()
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        click.echo("toolchains:")
+        rows = []
+        for f in report.toolchains:
+            if f.found:
+                detail = f.version or ""
+                if f.reason:
+                    detail += f" ({f.reason})"
+                rows.append([f.family, f.arch, "found", detail])
+            else:
+                rows.append([f.family, f.arch, "MISSING", f"{f.reason}; install: {f.install}"])
+        for line in _table(rows) if rows else []:
+            click.echo("  " + line)
+        click.echo("tools:")
+        rows = []
+        for t in report.tools:
+            if t.found:
+                rows.append([t.name, "found", " ".join(x for x in (t.version or "", f"({t.path})" if t.path else "")
+                                                       if x)])
+            else:
+                rows.append([t.name, "MISSING", f"{t.purpose}; install: {t.install}"])
+        for line in _table(rows):
+            click.echo("  " + line)
+        for e in report.errors:
+            click.echo(f"error: {e}")
+        n = report.missing
+        click.echo("everything is installed" if n == 0 else f"{n} missing (the install commands are above)")
+    if strict and report.missing:
+        sys.exit(1)
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
