@@ -53,40 +53,60 @@ def export_pair(name: str, tmp: Path) -> tuple[Path, Path, np.ndarray]:
     return dpath, opath, x
 
 
-def steady(dpath: Path, opath: Path, x: np.ndarray, threads: int, iters: int, rounds: int = 5) -> dict[str, float]:
-    """Latency of dtorch (kernel policy "fast", the default, and "exact") and ONNX Runtime in one process, in
-    alternating rounds (this shared VM changes speed by up to 1.5x from minute to minute; alternating keeps the
-    ratio fair). `iters` runs per engine in all, after warm-up."""
+STEADY = """
+import json, statistics, sys, time
+import numpy as np
+engine, model, npy, threads, iters = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4]), int(sys.argv[5])
+x = np.load(npy)
+if engine == "onnxruntime":
     import onnxruntime as ort
-
-    import dtorch.runtime as rt
-
-    fast = rt.InferenceSession(str(dpath), threads=threads)
-    exact = rt.InferenceSession(str(dpath), threads=threads, kernels="exact")
     so = ort.SessionOptions()
     so.intra_op_num_threads = threads
     so.inter_op_num_threads = 1
-    os_ = ort.InferenceSession(str(opath), so, providers=["CPUExecutionProvider"])
-    engines = {"dtorch": lambda: fast.run(None, {"input": x}), "dtorch_exact": lambda: exact.run(None, {"input": x}),
-               "onnxruntime": lambda: os_.run(None, {"input": x})}
-    times: dict[str, list[float]] = {k: [] for k in engines}
+    s = ort.InferenceSession(model, so, providers=["CPUExecutionProvider"])
+    run = lambda: s.run(None, {"input": x})[0]
+    sets = ""
+else:
+    import dtorch.runtime as rt
+    s = rt.InferenceSession(model, threads=threads, kernels="exact" if engine == "dtorch_exact" else "fast")
+    run = lambda: s.run(None, {"input": x})[0]
+    sets = ",".join(sorted({ks for _, _, ks in s.node_kernels()}))
+for _ in range(20):  # warm-up: steady latency, as the issue asks
+    y = run()
+ts = []
+for _ in range(iters):
+    t0 = time.perf_counter()
+    run()
+    ts.append((time.perf_counter() - t0) * 1e3)
+np.save(sys.argv[6], y)
+print(json.dumps({"times": ts, "kernel_sets": sets}))
+"""
+
+
+def steady(dpath: Path, opath: Path, npy: Path, threads: int, iters: int, rounds: int = 5) -> dict[str, float]:
+    """Latency of dtorch (kernel policy "fast", the default, and "exact") and ONNX Runtime, each in its own fresh
+    process (an idle thread pool of one engine spinning in the same process would steal the other's second core),
+    the engines alternating in `rounds` rounds (this shared VM changes speed by up to 1.5x from minute to minute;
+    alternating keeps the ratio fair). `iters` runs per engine in all, after warm-up."""
+    times: dict[str, list[float]] = {"dtorch": [], "dtorch_exact": [], "onnxruntime": []}
+    out: dict[str, float] = {}
     per_round = max(1, iters // rounds)
-    for _ in range(rounds):
-        for label, run in engines.items():
-            for _ in range(3):
-                run()
-            for _ in range(per_round):
-                t0 = time.perf_counter()
-                run()
-                times[label].append((time.perf_counter() - t0) * 1e3)
-    out = {}
+    with tempfile.TemporaryDirectory() as d:
+        for _ in range(rounds):
+            for engine in times:
+                model = opath if engine == "onnxruntime" else dpath
+                proc = subprocess.run([sys.executable, "-c", STEADY, engine, str(model), str(npy), str(threads),
+                                       str(per_round), str(Path(d) / f"{engine}.npy")],
+                                      check=True, capture_output=True, text=True)
+                r = json.loads(proc.stdout.strip().splitlines()[-1])
+                times[engine] += r["times"]
+                if engine == "dtorch":
+                    out["kernel_sets"] = r["kernel_sets"]  # type: ignore[assignment]
+        d_out, o_out = np.load(Path(d) / "dtorch.npy"), np.load(Path(d) / "onnxruntime.npy")
     for label, ts in times.items():
         out[f"{label}_p50"] = statistics.median(ts)
         out[f"{label}_p90"] = _percentile(ts, 90)
-    d_out = fast.run(None, {"input": x})[0]
-    o_out = os_.run(None, {"input": x})[0]
     out["max_abs_diff"] = float(np.max(np.abs(d_out - o_out)))
-    out["kernel_sets"] = ",".join(sorted({ks for _, _, ks in fast.node_kernels()}))  # type: ignore[assignment]
     return out
 
 
@@ -172,7 +192,7 @@ def main() -> None:
             r: dict[str, float] = {}
             kernel_sets = ""
             for th in (1, 2):
-                for k, v in steady(dpath, opath, x, th, args.iters).items():
+                for k, v in steady(dpath, opath, npy, th, args.iters).items():
                     if k == "kernel_sets":
                         kernel_sets = str(v)
                     else:
@@ -202,11 +222,12 @@ def main() -> None:
               "| peak RSS MB: dtorch / ORT | dtorch-run native cold start, RSS | max abs diff |\n"
               "|---|---:|---:|---:|---|---:|---:|---:|---:|")
     size_line = ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in sizes.items())
-    env = (f"Batch 1, float32, median of {args.iters} runs per engine after warm-up (p50), the engines alternating in "
-           f"5 rounds in one process. dtorch runs its default kernel policy \"fast\" (the AVX-512 FMA set where the "
-           f"CPU has it, within 1e-5 x output scale of the portable kernels); the \"exact\" column is the policy that "
-           f"keeps the portable kernels' bits (AVX2 without FMA). Cold start: a fresh Python process "
-           f"importing the runtime, loading the model and producing the first output (median of {args.cold_runs}). "
+    env = (f"Batch 1, float32, median of {args.iters} runs per engine after 20 warm-up runs (p50), each engine in its "
+           f"own process, the processes alternating in 5 rounds. dtorch runs its default kernel policy \"fast\" (the "
+           f"AVX-512 FMA set where the CPU has it, within 1e-5 x output scale of the portable kernels); the "
+           f"\"exact\" column is the policy that keeps the portable kernels' bits (AVX2 without FMA). "
+           f"Cold start: a fresh Python process importing the runtime, loading the model and producing the first "
+           f"output (median of {args.cold_runs}). "
            f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared VM). ONNX Runtime {onnxruntime.__version__} "
            f"(CPUExecutionProvider, models from torch.onnx.export of the PyTorch twins). Installed size: {size_line}.")
     table = header + "\n" + "\n".join(rows)

@@ -16,6 +16,9 @@
 // Jobs live in two slots used alternately. A worker that saw generation g enters slot g % 2 (users + 1), then
 // checks that the slot still holds g; the caller, before reusing a slot, marks it empty and waits until no worker
 // is inside it (sequentially consistent operations on both sides, so one of them always sees the other).
+#if defined(__linux__) && !defined(_GNU_SOURCE)
+#define _GNU_SOURCE
+#endif
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
@@ -24,6 +27,11 @@
 #include <vector>
 
 #include "core/kernel.h"
+
+#if defined(__linux__)
+#include <pthread.h>
+#include <sched.h>
+#endif
 
 namespace dtorch {
 
@@ -68,6 +76,32 @@ struct Job {
   std::atomic<int> users{0};  // workers inside this slot
 };
 
+// Worker k (1-based) runs on the k-th CPU the process may use after the CPU the pool was created on (Linux; when
+// the pool is no larger than that set). Left unpinned, the scheduler often puts a worker on its waker's CPU
+// (wake-affine) and the two share one core for tens of milliseconds, so the first runs of a new session got no
+// speed-up from its threads. The caller's thread is never pinned.
+void pin_worker(int k, int caller_cpu) {
+#if defined(__linux__)
+  cpu_set_t allowed;
+  CPU_ZERO(&allowed);
+  if (sched_getaffinity(0, sizeof(allowed), &allowed) != 0) return;
+  const int n = CPU_COUNT(&allowed);
+  if (k >= n) return;  // more threads than CPUs: leave placement to the scheduler
+  int order[CPU_SETSIZE];
+  int m = 0;
+  for (int pass = 0; pass < 2; ++pass)  // the CPUs after the caller's, then those before it (and its own last)
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &allowed) && ((pass == 0) == (cpu > caller_cpu))) order[m++] = cpu;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(order[(k - 1) % m], &one);
+  pthread_setaffinity_np(pthread_self(), sizeof(one), &one);  // best effort: a failure leaves it unpinned
+#else
+  (void)k;
+  (void)caller_cpu;
+#endif
+}
+
 void chunk(int64_t n, int parts, int k, int64_t* begin, int64_t* end) {
   const int64_t base = n / parts, rem = n % parts;
   *begin = k * base + std::min<int64_t>(k, rem);
@@ -100,8 +134,9 @@ struct ThreadPool::Impl {
     }
   }
 
-  void worker_loop() {
+  void worker_loop(int k, int caller_cpu) {
     t_in_pool_worker = true;
+    pin_worker(k, caller_cpu);
     uint64_t seen = 0;
     for (;;) {
       if (!spin_until([&] {
@@ -126,7 +161,13 @@ struct ThreadPool::Impl {
 ThreadPool::ThreadPool(int num_threads) : impl_(new Impl) {
   impl_->size = std::max(1, num_threads);
   impl_->workers.reserve(static_cast<size_t>(impl_->size - 1));
-  for (int k = 1; k < impl_->size; ++k) impl_->workers.emplace_back([this] { impl_->worker_loop(); });
+#if defined(__linux__)
+  const int caller_cpu = sched_getcpu();
+#else
+  const int caller_cpu = -1;
+#endif
+  for (int k = 1; k < impl_->size; ++k)
+    impl_->workers.emplace_back([this, k, caller_cpu] { impl_->worker_loop(k, caller_cpu); });
 }
 
 ThreadPool::~ThreadPool() {
