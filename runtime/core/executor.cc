@@ -121,6 +121,10 @@ struct Session::Impl {
   size_t arena_size = 0;
   std::vector<AlignedBlock> out_blocks;        // per model output
   std::vector<TensorView> node_in, node_out;   // per-node argument arrays (sized once)
+  std::vector<AlignedBlock> prepared;          // per node: what its kernel's prepare kept (load time)
+  std::vector<size_t> prepared_bytes;
+
+  Status prepare_kernels();
 
   ~Impl() {
     delete pool;
@@ -307,6 +311,41 @@ Status Session::Impl::plan(const TensorView* in) {
   return Status::Ok();
 }
 
+// Load time: each kernel with a prepare hook sees its node's constant inputs and may keep a block (e.g. weights
+// packed for its inner loop). Allocates only here.
+Status Session::Impl::prepare_kernels() {
+  prepared = std::vector<AlignedBlock>(m.nodes.size());
+  prepared_bytes.assign(m.nodes.size(), 0);
+  std::vector<TensorView> args;
+  for (size_t i = 0; i < m.nodes.size(); ++i) {
+    const NodeInfo& n = m.nodes[i];
+    if (n.kernel->prepare == nullptr) continue;
+    args.assign(n.inputs.size(), TensorView());
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const int32_t t = n.inputs[k];
+      if (t < 0 || m.tensors[t].role != TensorRole::kConstant) continue;
+      args[k].dtype = m.tensors[t].dtype;
+      args[k].shape = m.tensors[t].file_shape;
+      args[k].data = const_cast<uint8_t*>(m.tensors[t].data);
+    }
+    size_t bytes = 0;
+    Status st = n.kernel->prepare(n.attrs, args.data(), static_cast<int>(args.size()), nullptr, &bytes);
+    if (!st.ok()) return Status(st.code(), node_label(n) + ": " + st.message());
+    if (bytes == 0) continue;
+    if (bytes > max_tensor_bytes)
+      return Status(StatusCode::kInvalidArgument, node_label(n) + ": prepared weights of " + std::to_string(bytes) +
+                                                        " bytes exceed the " + std::to_string(max_tensor_bytes) +
+                                                        "-byte limit on one tensor (SessionOptions::max_tensor_bytes)");
+    if (!prepared[i].allocate(bytes))
+      return Status(StatusCode::kInvalidArgument,
+                    node_label(n) + ": cannot allocate " + std::to_string(bytes) + " bytes for prepared weights");
+    st = n.kernel->prepare(n.attrs, args.data(), static_cast<int>(args.size()), prepared[i].p, &bytes);
+    if (!st.ok()) return Status(st.code(), node_label(n) + ": " + st.message());
+    prepared_bytes[i] = bytes;
+  }
+  return Status::Ok();
+}
+
 Status Session::Impl::execute(const TensorView* in, double* node_seconds) {
   for (size_t i = 0; i < m.inputs.size(); ++i) views[m.inputs[i]].data = in[i].data;
   uint8_t* base = static_cast<uint8_t*>(arena.p);
@@ -319,6 +358,8 @@ Status Session::Impl::execute(const TensorView* in, double* node_seconds) {
     ctx.pool = pool;
     ctx.scratch = scratch_bytes[i] ? base + scratch_offset[i] : nullptr;
     ctx.scratch_bytes = scratch_bytes[i];
+    ctx.prepared = prepared_bytes[i] ? prepared[i].p : nullptr;
+    ctx.prepared_bytes = prepared_bytes[i];
     const auto t0 = node_seconds != nullptr ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
     Status st = n.kernel->run(ctx, node_in.data(), static_cast<int>(n.inputs.size()), node_out.data(),
                               static_cast<int>(n.outputs.size()));
@@ -352,6 +393,7 @@ static Status finish_create(std::unique_ptr<Session::Impl> impl, const SessionOp
   impl->max_tensor_bytes = options.max_tensor_bytes;
   impl->max_arena_bytes = options.max_arena_bytes;
   DTORCH_RETURN_IF_ERROR(load_model(impl->bytes, impl->size, &impl->m, options.kernels));
+  DTORCH_RETURN_IF_ERROR(impl->prepare_kernels());
   impl->pool = new ThreadPool(options.num_threads);
   out->reset(make(std::move(impl)));
   return Status::Ok();

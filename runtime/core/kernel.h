@@ -37,6 +37,8 @@ struct KernelContext {
   ThreadPool* pool = nullptr;   // never null at run time; pool->size() >= 1
   void* scratch = nullptr;      // `scratch_bytes` from infer, 64-byte aligned
   size_t scratch_bytes = 0;
+  const void* prepared = nullptr;  // what the kernel's prepare wrote at load (null: no prepare, or it declined)
+  size_t prepared_bytes = 0;
 };
 
 // infer: fill `out_shapes` (n_out entries) and `*scratch_bytes`; return an error naming what is wrong
@@ -47,6 +49,13 @@ using InferFn = Status (*)(const Attrs& attrs, const TensorView* inputs, int n_i
 // rank 0) in both infer and run.
 using RunFn = Status (*)(const KernelContext& ctx, const TensorView* inputs, int n_in, TensorView* outputs,
                          int n_out);
+
+// prepare (optional): called once per node when a session loads, with the node's constant inputs (weights; every
+// other input is a default TensorView, data == nullptr). First with dst == nullptr: set *bytes to what the kernel
+// wants to keep (0: nothing, e.g. the weight is not a constant); then, if *bytes > 0, with dst (64-byte aligned,
+// *bytes long) to fill, e.g. with weights re-packed for its inner loop. run finds it in ctx.prepared. A kernel must
+// still run correctly without it (ctx.prepared == nullptr), and infer's scratch must cover that case.
+using PrepareFn = Status (*)(const Attrs& attrs, const TensorView* inputs, int n_in, void* dst, size_t* bytes);
 
 // How many inputs and outputs a node of the operator has (OPS.md). The loader refuses a node outside it,
 // so a kernel may read every required input (it is never absent) and every output it declares.
@@ -82,6 +91,7 @@ struct KernelDef {
   // Whether the kernel gives the portable kernel's bits on every input (the "exact" policy uses only these);
   // false for sets that use FMA or another accumulation order (within their documented tolerance).
   bool bit_exact = true;
+  PrepareFn prepare = nullptr;  // see PrepareFn
 };
 
 // Checks a node's input and output counts against the kernel's arity. `absent` has bit i set when input i

@@ -152,7 +152,8 @@ flatbuffers::Offset<dtm::Attr> build_attr(flatbuffers::FlatBufferBuilder& fbb, c
 }
 
 py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list& inputs, int threads,
-                    py::object output_dtypes, int num_outputs, py::object kernel_set, const std::string& kernels) {
+                    py::object output_dtypes, int num_outputs, py::object kernel_set, const std::string& kernels,
+                    bool prepare) {
   KernelPolicy policy = KernelPolicy::kFast;
   if (!parse_kernel_policy(kernels.c_str(), &policy))
     throw_status(Status(StatusCode::kInvalidArgument,
@@ -240,12 +241,26 @@ py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list
     result.append(a);
   }
   AlignedBuffer scratch(scratch_bytes);
+  // As a session does at load, with every given input treated as a constant (prepare=False skips it, to test the
+  // kernel's unprepared path).
+  size_t prepared_bytes = 0;
+  if (prepare && k->prepare != nullptr) {
+    st = k->prepare(node_attrs, in.data(), static_cast<int>(in.size()), nullptr, &prepared_bytes);
+    if (!st.ok()) throw_status(st);
+  }
+  AlignedBuffer prepared(prepared_bytes);
+  if (prepared_bytes > 0) {
+    st = k->prepare(node_attrs, in.data(), static_cast<int>(in.size()), prepared.p, &prepared_bytes);
+    if (!st.ok()) throw_status(st);
+  }
   ThreadPool pool(threads);
   KernelContext ctx;
   ctx.attrs = &node_attrs;
   ctx.pool = &pool;
   ctx.scratch = scratch.p;
   ctx.scratch_bytes = scratch_bytes;
+  ctx.prepared = prepared_bytes > 0 ? prepared.p : nullptr;
+  ctx.prepared_bytes = prepared_bytes;
   {
     py::gil_scoped_release release;
     st = k->run(ctx, in.data(), static_cast<int>(in.size()), out.data(), num_outputs);
@@ -421,7 +436,7 @@ PYBIND11_MODULE(_C, m) {
   m.attr("RUNTIME_VERSION") = kRuntimeVersion;
   m.def("run_kernel", &run_kernel, py::arg("op"), py::arg("attrs"), py::arg("inputs"), py::kw_only(),
         py::arg("threads") = 1, py::arg("output_dtypes") = py::none(), py::arg("num_outputs") = 1,
-        py::arg("kernel_set") = py::none(), py::arg("kernels") = "fast",
+        py::arg("kernel_set") = py::none(), py::arg("kernels") = "fast", py::arg("prepare") = true,
         "Run one kernel on NumPy arrays (None = absent optional input); returns the outputs. kernel_set=None "
         "runs the kernel a session with policy `kernels` ('fast', 'exact', 'portable') runs; a name ('portable', "
         "'x86', 'avx512') runs that set's.");

@@ -48,11 +48,13 @@ __attribute__((target("no-sse3"), noinline)) inline bool x86_avx512_supported() 
 
 // DTORCH_REGISTER_AVX512_KERNEL: as DTORCH_REGISTER_KERNEL, in the "avx512" set (not bit-exact), and only on
 // CPUs that have it. One per file.
-#define DTORCH_REGISTER_AVX512_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out)                     \
+// The optional last argument is the kernel's prepare function (core/kernel.h PrepareFn).
+#define DTORCH_REGISTER_AVX512_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out, ...)                \
   __attribute__((target("no-sse3"), noinline)) static bool dtorch_avx512_register_kernel() {                     \
     if (!::dtorch::kernels::x86_avx512_supported()) return false;                                               \
     return ::dtorch::register_kernel(::dtorch::KernelDef{op, dtype, infer, run,                                 \
                                                          ::dtorch::KernelArity{min_in, max_in, optional, n_out}, \
-                                                         "avx512", ::dtorch::kAvx512KernelRank, false});        \
+                                                         "avx512", ::dtorch::kAvx512KernelRank, false,          \
+                                                         __VA_ARGS__});                                         \
   }                                                                                                             \
   static const bool dtorch_avx512_kernel_registered = dtorch_avx512_register_kernel()

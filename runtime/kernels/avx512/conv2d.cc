@@ -2,7 +2,8 @@
 // eager; identical bits for any thread count).
 //
 // Dense and grouped convolutions (one or more input channels per group): per image and group, the FMA GEMM of
-// kernels/avx512/gemm_avx512.h, weights (Og x Cg*kh*kw, packed once per run into scratch) times the im2col
+// kernels/avx512/gemm_avx512.h, weights (Og x Cg*kh*kw, packed once when the session loads: `prepare`; into
+// scratch at run time when the weight is not a constant) times the im2col
 // columns, which the GEMM's fill step gathers block by block (32 output positions x up to 256 kernel rows) into a
 // buffer that stays in L1: the columns are never written to memory. Bias and the fused activation are applied in
 // the GEMM (bias first, then the taps). A 1x1 stride-1 unpadded convolution copies input rows instead of gathering.
@@ -146,16 +147,44 @@ struct Rows {
   }
 };
 
-void run_gemm(const KernelContext& ctx, const Geo& g, const float* x, const float* w, const float* bias, float* y) {
-  const int64_t kg = g.cg * g.kh * g.kw, ohw = g.oh * g.ow;
-  const int64_t tiles = kernels::ceil_div(g.og, k5::kMR), per_group = k5::packed_a_floats(g.og, kg);
-  float* ap = static_cast<float*>(ctx.scratch);
-  kernels::parallel_chunks(ctx.pool, g.groups * tiles, 1, [&](int64_t b, int64_t e) {
+// The weights of every group packed for the GEMM (pack_a panels, group after group): ap must hold gemm_scratch(g).
+void pack_weights(ThreadPool* pool, int64_t groups, int64_t og, int64_t kg, const float* w, float* ap) {
+  const int64_t tiles = kernels::ceil_div(og, k5::kMR), per_group = k5::packed_a_floats(og, kg);
+  kernels::parallel_chunks(pool, groups * tiles, 1, [&](int64_t b, int64_t e) {
     for (int64_t u = b; u < e; ++u) {
       const int64_t grp = u / tiles, t = u % tiles;
-      k5::pack_a(w + grp * g.og * kg, kg, 1, g.og, kg, t, t + 1, ap + grp * per_group);
+      k5::pack_a(w + grp * og * kg, kg, 1, og, kg, t, t + 1, ap + grp * per_group);
     }
   });
+}
+
+// Load time: a constant weight of a dense or grouped convolution is packed once (depthwise weights are used as
+// they are). Nothing is kept when the weight is not a constant or the shapes are not ones infer would accept.
+Status prepare(const Attrs& attrs, const TensorView* in, int n_in, void* dst, size_t* bytes) {
+  *bytes = 0;
+  if (n_in < 2 || in[1].data == nullptr || in[1].dtype != DType::kFloat32 || in[1].shape.ndim != 4) return Status::Ok();
+  const int64_t groups = attrs.get_int("groups", 1);
+  const int64_t o = in[1].shape.dims[0], cg = in[1].shape.dims[1], kh = in[1].shape.dims[2], kw = in[1].shape.dims[3];
+  if (groups < 1 || o < 1 || o % groups != 0 || cg < 1 || kh < 1 || kw < 1) return Status::Ok();
+  const int64_t og = o / groups;
+  if (cg == 1 && og == 1) return Status::Ok();  // depthwise
+  int64_t kg = 0, floats = 0;
+  if (!kernels::checked_mul(cg, kh * kw, &kg) ||
+      !kernels::checked_mul(k5::packed_a_floats(og, kg), groups, &floats) || floats > (int64_t{1} << 40))
+    return Status::Ok();
+  *bytes = static_cast<size_t>(floats) * sizeof(float);
+  if (dst != nullptr) pack_weights(nullptr, groups, og, kg, in[1].as<const float>(), static_cast<float*>(dst));
+  return Status::Ok();
+}
+
+void run_gemm(const KernelContext& ctx, const Geo& g, const float* x, const float* w, const float* bias, float* y) {
+  const int64_t kg = g.cg * g.kh * g.kw, ohw = g.oh * g.ow;
+  const int64_t per_group = k5::packed_a_floats(g.og, kg);
+  const float* ap = static_cast<const float*>(ctx.prepared);
+  if (ap == nullptr || ctx.prepared_bytes != gemm_scratch(g)) {  // not prepared at load: pack into scratch now
+    pack_weights(ctx.pool, g.groups, g.og, kg, w, static_cast<float*>(ctx.scratch));
+    ap = static_cast<const float*>(ctx.scratch);
+  }
   for (int64_t n = 0; n < g.n; ++n) {
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       const float* xg = x + (n * g.c + grp * g.cg) * g.h * g.w;
@@ -297,5 +326,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_AVX512_KERNEL("conv2d", DType::kFloat32, infer, run, 2, 3, ::dtorch::optional_inputs(2), 1);
+DTORCH_REGISTER_AVX512_KERNEL("conv2d", DType::kFloat32, infer, run, 2, 3, ::dtorch::optional_inputs(2), 1, prepare);
 }  // namespace dtorch

@@ -93,6 +93,9 @@ def test_conv2d_avx512_within_tolerance_and_thread_invariant(case, act):
         for t in (2, 3):
             np.testing.assert_array_equal(_C.run_kernel("conv2d", attrs, [x, wt, bias], threads=t,
                                                         kernel_set="avx512")[0], one)
+        # weights packed at load (a session's constant weights) or at run time: the same bits
+        np.testing.assert_array_equal(_C.run_kernel("conv2d", attrs, [x, wt, bias], kernel_set="avx512",
+                                                    prepare=False)[0], one)
 
 
 def test_conv2d_avx512_nan_inf_and_relu():
