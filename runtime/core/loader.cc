@@ -158,7 +158,7 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
   m = LoadedModel();
   if (data == nullptr || size < 8)
     return invalid("the file is " + std::to_string(size) + " bytes, too short to be a .dtm model (truncated?)");
-  if (size > kMaxFileSize) return invalid("the file is larger than 1 TiB");
+  if (static_cast<uint64_t>(size) > kMaxFileSize) return invalid("the file is larger than 1 TiB");
   if (!flatbuffers::BufferHasIdentifier(data, dtm::ModelIdentifier()))
     return Status(StatusCode::kInvalidModel,
                   "not a .dtm model: the file identifier is not \"DTM1\" (is this the right file? export one with "

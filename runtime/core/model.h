@@ -68,6 +68,6 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
 
 // Caps that keep hostile files from asking for absurd work.
 constexpr int kMaxNodeArity = 64;
-constexpr size_t kMaxFileSize = size_t{1} << 40;
+constexpr uint64_t kMaxFileSize = uint64_t{1} << 40;  // (uint64_t: size_t is 32 bits on armv7)
 
 }  // namespace dtorch
