@@ -5,11 +5,15 @@
 //   dtorch-run model.dtm --bench N [--input x.npy ...]     latency: min/median/p90/p99/max in ms
 //   dtorch-run model.dtm --bench N --profile                 and per node: median ms, share, kernel set
 //   dtorch-run model.dtm --self-test                         run the bundled test vector: PASS/FAIL
-//   dtorch-run model.dtm --info                              versions, inputs/outputs, ops, memory
+//   dtorch-run model.dtm --info                              versions, inputs/outputs, ops, memory, build
+//   dtorch-run --build-info                                  board, toolchain, runtime and op-set hashes, ops
+// A board build (dtorch-edge build) refuses a model whose bundle manifest.json (beside the model, or --manifest)
+// names another runtime or op set, and the runtime refuses a model with an operator it was built without.
 //
 // Exit status: 0 ok, 1 for an error or a failed self-test, 2 for a usage error; every error is one line
 // on stderr.
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -22,13 +26,25 @@
 #include "dtorch/runtime.h"
 #include "npy.h"
 
+// The build's identity (a board build generates dtorch_build_info.h: dtorch/edge/build_plan.py); a development
+// build (plain `scons`, the Python package) has none and checks no manifest.
+#if defined(DTORCH_HAVE_BUILD_INFO)
+#include "dtorch_build_info.h"
+#else
+#define DTORCH_BUILD_BOARD "dev"
+#define DTORCH_BUILD_TOOLCHAIN "dev"
+#define DTORCH_BUILD_RUNTIME_HASH ""
+#define DTORCH_BUILD_OPSET_HASH ""
+#define DTORCH_BUILD_OPS "all"
+#endif
+
 using namespace dtorch;
 
 namespace {
 
 const char kUsage[] =
     "usage: dtorch-run MODEL.dtm [--input X.npy]... [--output Y.npy]... [--threads N] [--kernels fast|exact|portable] "
-    "[--bench N [--profile]] [--self-test] [--info]";
+    "[--bench N [--profile]] [--self-test] [--info] [--build-info] [--manifest manifest.json]";
 
 int fail(const std::string& msg, int code = 1) {
   std::string line = "dtorch-run: error: " + msg;
@@ -102,6 +118,53 @@ double to_double(const void* p, DType t, size_t i) {
   }
 }
 
+void print_build_info() {
+  std::printf("build: board %s, toolchain %s, runtime %s\n", DTORCH_BUILD_BOARD, DTORCH_BUILD_TOOLCHAIN,
+              kRuntimeVersion);
+  std::printf("runtime hash: %s\n", DTORCH_BUILD_RUNTIME_HASH[0] ? DTORCH_BUILD_RUNTIME_HASH : "(development build)");
+  std::printf("op set hash: %s\n", DTORCH_BUILD_OPSET_HASH[0] ? DTORCH_BUILD_OPSET_HASH : "(development build)");
+  std::printf("compiled ops: %s\n", DTORCH_BUILD_OPS);
+}
+
+// The string value of "key" in a flat JSON object (the bundle manifest's top level; no escapes in the values we
+// read: hex digests). Empty when absent.
+std::string json_string(const std::string& text, const std::string& key) {
+  const std::string quoted = "\"" + key + "\"";
+  size_t p = text.find(quoted);
+  if (p == std::string::npos) return "";
+  p = text.find(':', p + quoted.size());
+  if (p == std::string::npos) return "";
+  p = text.find('"', p);
+  if (p == std::string::npos) return "";
+  const size_t e = text.find('"', p + 1);
+  return e == std::string::npos ? "" : text.substr(p + 1, e - p - 1);
+}
+
+// A bundle's manifest.json must name this binary's runtime and op set (a board build only).
+bool check_manifest(const std::string& path, bool explicit_path, std::string* err) {
+  if (DTORCH_BUILD_RUNTIME_HASH[0] == '\0') return true;
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) {
+    if (explicit_path) *err = "cannot open manifest '" + path + "': " + std::strerror(errno);
+    return !explicit_path;
+  }
+  std::string text;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof(buf), f)) > 0 && text.size() < (size_t{1} << 24)) text.append(buf, n);
+  std::fclose(f);
+  const std::string rh = json_string(text, "runtime_hash"), oh = json_string(text, "opset_hash");
+  if (rh != DTORCH_BUILD_RUNTIME_HASH || oh != DTORCH_BUILD_OPSET_HASH) {
+    *err = "the bundle manifest '" + path + "' is for runtime " + (rh.empty() ? "(none)" : rh.substr(0, 16)) +
+           " / op set " + (oh.empty() ? "(none)" : oh.substr(0, 16)) + " but this dtorch-run is runtime " +
+           std::string(DTORCH_BUILD_RUNTIME_HASH).substr(0, 16) + " / op set " +
+           std::string(DTORCH_BUILD_OPSET_HASH).substr(0, 16) +
+           "; rebuild the bundle (dtorch-edge build) or run it with the dtorch-run it was built with";
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -109,7 +172,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> input_paths, output_paths;
   int threads = 1, bench = 0;
   KernelPolicy kernels = KernelPolicy::kFast;
-  bool self_test = false, info = false, profile = false;
+  bool self_test = false, info = false, profile = false, build_info = false;
+  std::string manifest_path;
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
     auto value = [&](const char* flag) -> const char* {
@@ -117,10 +181,12 @@ int main(int argc, char** argv) {
       (void)flag;
       return argv[++a];
     };
-    if (arg == "--input" || arg == "--output" || arg == "--threads" || arg == "--bench" || arg == "--kernels") {
+    if (arg == "--input" || arg == "--output" || arg == "--threads" || arg == "--bench" || arg == "--kernels" ||
+        arg == "--manifest") {
       const char* v = value(arg.c_str());
       if (v == nullptr) return fail(arg + " needs a value; " + kUsage, 2);
       if (arg == "--input") input_paths.push_back(v);
+      else if (arg == "--manifest") manifest_path = v;
       else if (arg == "--output") output_paths.push_back(v);
       else if (arg == "--threads" && !parse_int(v, 1, 1024, &threads))
         return fail(std::string("--threads needs an integer in 1..1024, got '") + v + "'", 2);
@@ -134,6 +200,8 @@ int main(int argc, char** argv) {
       info = true;
     } else if (arg == "--profile") {
       profile = true;
+    } else if (arg == "--build-info") {
+      build_info = true;
     } else if (arg == "-h" || arg == "--help") {
       std::printf("%s\n", kUsage);
       return 0;
@@ -145,7 +213,21 @@ int main(int argc, char** argv) {
       return fail("more than one model given ('" + model_path + "' and '" + arg + "'); " + kUsage, 2);
     }
   }
+  if (build_info) {
+    print_build_info();
+    if (model_path.empty()) return 0;
+  }
   if (model_path.empty()) return fail(std::string("no model given; ") + kUsage, 2);
+  {
+    // A bundle (dist/<board>/) carries manifest.json beside the model; --manifest names another.
+    std::string path = manifest_path;
+    if (path.empty()) {
+      const size_t slash = model_path.find_last_of('/');
+      path = (slash == std::string::npos ? std::string() : model_path.substr(0, slash + 1)) + "manifest.json";
+    }
+    std::string err;
+    if (!check_manifest(path, !manifest_path.empty(), &err)) return fail(err);
+  }
   if (profile && bench == 0) return fail(std::string("--profile needs --bench N (the number of runs); ") + kUsage, 2);
   if (!info && !self_test && bench == 0 && input_paths.empty())
     return fail(std::string("nothing to do: give --input/--output, --bench N, --self-test or --info; ") + kUsage, 2);
@@ -156,7 +238,10 @@ int main(int argc, char** argv) {
   std::unique_ptr<Session> session;
   Status st = Session::Create(model_path, options, &session);
   if (!st.ok()) return fail(st.message());
-  if (info) print_info(*session);
+  if (info) {
+    print_info(*session);
+    if (!build_info) print_build_info();
+  }
 
   const size_t n_in = session->inputs().size(), n_out = session->outputs().size();
   std::vector<npy::Array> arrays;
