@@ -202,7 +202,10 @@ def _spec(graph: Graph, in_names: list[str], out_names: list[str], opset: int) -
                                   data))
     nodes = [NodeSpec(n.op, [-1 if v is None else index[v.uid] for v in n.inputs], [index[v.uid] for v in n.outputs],
                       dict(n.attrs), n.name) for n in graph.nodes]
-    op_list = sorted({f"{n.op}:{np.dtype(n.outputs[0].dtype).name}" for n in graph.nodes})
+    # The runtime binds each node's kernel by the dtype of its first present input (of its first output when it has
+    # no input), so the op list -- the pruning input -- names the same (op, dtype) keys: embedding:int64, not :float32.
+    op_list = sorted({f"{n.op}:{tensors[next((i for i in n.inputs if i >= 0), n.outputs[0])].dtype.name}"
+                      for n in nodes})
     inter = [t.kind == "intermediate" for t in tensors]
     pnodes = [PlanNode(n.op, n.inputs, n.outputs) for n in nodes]
     sizes = [v.nbytes for v in values]

@@ -214,5 +214,99 @@ def doctor(as_json: bool, strict: bool) -> None:
         sys.exit(1)
 
 
+# --- dtorch-edge ops: op lists for pruned builds (logic in ops_record.py) ------------------------------------------
+
+@main.group("ops")
+def ops_group() -> None:
+    """Operator lists for pruned builds: record what a model executes, list what models need."""
+
+
+@ops_group.command("record")
+@click.option("--model", "model", required=True, type=click.Path(path_type=Path), help="The .dtm model to run.")
+@click.option("--data", "data", required=True, multiple=True, type=click.Path(path_type=Path),
+              help="Sample inputs: a .npy file (one batch of the model's single input), a .npz file (one array per "
+                   "input, keyed by input name) or a folder of them. Repeatable.")
+@click.option("--out", type=click.Path(path_type=Path), default=Path("ops.yaml"), show_default=True,
+              help="Where to write the op list (written atomically).")
+@click.option("--json", "as_json", is_flag=True, help="Print the recorded list as JSON.")
+def ops_record(model: Path, data: tuple[Path, ...], out: Path, as_json: bool) -> None:
+    """Run MODEL with the portable kernels on sample inputs and write the operators (and dtypes) it executed as
+    ops.yaml, the op list of `dtorch-edge build --ops ops.yaml`."""
+    import json
+
+    from .ops_record import OpsError, record_to_file
+
+    progress = sys.stderr.isatty() and not as_json
+
+    def on_file(i: int, n: int, f: Path) -> None:
+        if progress:
+            click.echo(f"\rrunning {i + 1}/{n}: {f}\033[K", nl=False, err=True)
+
+    try:
+        res = record_to_file(model, data, out, on_file=on_file)
+    except OpsError as e:
+        if progress:
+            click.echo("", err=True)
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    if progress:
+        click.echo("\r\033[K", nl=False, err=True)
+    if as_json:
+        click.echo(json.dumps(res.to_json(), indent=2))
+        return
+    entries = res.ops.entries()
+    click.echo(f"{model}: {len(res.ops.operators())} operators ({len(entries)} op:dtype entries) executed on "
+               f"{len(res.files)} file{'s' if len(res.files) != 1 else ''}:")
+    for e in entries:
+        click.echo(f"  {e}")
+    shown = ", ".join(str(f) for f in res.files[:10])
+    click.echo(f"files run: {shown}" + (f" and {len(res.files) - 10} more" if len(res.files) > 10 else ""))
+    if not res.matches_model:
+        extra = res.ops.missing_from(res.model_ops)
+        unused = res.model_ops.missing_from(res.ops)
+        click.echo("note: differs from the model's own op list" + (f"; executed but not listed: {', '.join(extra)}"
+                                                                    if extra else "")
+                   + (f"; listed but not executed: {', '.join(unused)}" if unused else ""))
+    click.echo(f"wrote {res.out} (op-set hash {res.ops.sha256()[:16]})")
+
+
+@ops_group.command("list")
+@click.option("--model", "models", multiple=True, type=click.Path(path_type=Path),
+              help="A .dtm model whose op list to include. Repeatable.")
+@click.option("--ops", "ops_file", default=None, help="An ops.yaml to include, or 'all' (every kernel).")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def ops_list(models: tuple[Path, ...], ops_file: str | None, as_json: bool) -> None:
+    """Print the union op list of the models and/or an ops.yaml, and the portable kernel of each entry; exit 1 when
+    an entry has none (a build with this list would fail)."""
+    import json
+
+    from .ops_record import OpsError, list_ops
+
+    if not models and ops_file is None:
+        raise click.UsageError("give --model MODEL.dtm (repeatable) and/or --ops ops.yaml|all")
+    try:
+        report = list_ops(models, ops_file)
+    except OpsError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    missing = report.missing
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+    else:
+        rows = [["OP:DTYPE", "KERNEL", "NEEDED BY"]]
+        for r in report.rows:
+            rows.append([r.entry, r.kernel or f"MISSING: {r.missing}", ", ".join(r.sources)])
+        for line in _table(rows):
+            click.echo(line)
+        n_ops = len({r.op for r in report.rows})
+        summary = f"{n_ops} operators ({len(report.rows)} op:dtype entries) from {', '.join(report.sources)}"
+        if not missing:
+            click.echo(f"{summary}: every one has a {report.kernel_set} kernel")
+    if missing:
+        click.echo(f"error: {len(missing)} of {len(report.rows)} entries have no {report.kernel_set} kernel: "
+                   f"{', '.join(r.entry for r in missing)}; a build with this op list would fail", err=True)
+        sys.exit(1)
+
+
 if __name__ == "__main__":  # pragma: no cover
     sys.exit(main())
