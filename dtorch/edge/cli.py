@@ -30,8 +30,10 @@ def main() -> None:
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, path_type=Path), default=None,
               help="Also write the figures as JSON to this file ('-' for stdout).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
+@click.option("--board", default="rk3588", show_default=True,
+              help="Build a bundle for this board at the end (dtorch-edge build); 'none' to skip.")
 def demo(out: Path, epochs: int, batch_size: int, lr: float, workers: int, seed: int, amp: str | None,
-         json_out: Path | None, quiet: bool) -> None:
+         json_out: Path | None, quiet: bool, board: str) -> None:
     """Train SimpleNet on the bundled 8x8 digits (as 32x32 RGB images), save it, export it to .dtm and check the
     C++ runtime against eager mode."""
     from .demo import DemoConfig, run_demo
@@ -52,6 +54,18 @@ def demo(out: Path, epochs: int, batch_size: int, lr: float, workers: int, seed:
         click.echo(f"runtime parity (C++ InferenceSession vs eager, {res.test_images} test images): max abs error "
                    f"{ex.max_abs_error:.2e}, predictions agree {ex.predictions_agree:.2%}, runtime accuracy "
                    f"{ex.runtime_accuracy:.2%}")
+    if ex is not None and board != "none":
+        from .build import BuildError, build_bundle
+
+        try:
+            b = build_bundle(board, [ex.path], out=out / "dist", log=click.echo, progress=not quiet)
+        except BuildError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
+        full = f", full runtime {b.full_bytes / 1024:.0f} KiB" if b.full_bytes else ""
+        model_kib = b.manifest["files"]["model.dtm"]["bytes"] / 1024
+        click.echo(f"bundle for {b.board} ({b.toolchain}): {b.dist}/ - dtorch-run {b.binary_bytes / 1024:.0f} KiB "
+                   f"pruned to {len(b.manifest['ops'])} ops{full}; model {model_kib:.0f} KiB")
     if json_out is not None:
         if str(json_out) == "-":
             click.echo(res.to_json())
@@ -215,6 +229,43 @@ def doctor(as_json: bool, strict: bool) -> None:
 
 
 # --- dtorch-edge ops: op lists for pruned builds (logic in ops_record.py) ------------------------------------------
+
+@main.command()
+@click.option("--board", required=True, help="A board name (dtorch-edge boards).")
+@click.option("--model", "models", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="A .dtm model; repeat for several (the runtime gets the union of their operators).")
+@click.option("--ops", "ops_spec", default=None,
+              help="An ops.yaml (dtorch-edge ops record) or 'all' instead of the models' own op lists.")
+@click.option("--toolchain", default=None, help="A toolchain family (default: the board's first installed one).")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("dist"), show_default=True)
+@click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel compile jobs (default: CPUs).")
+@click.option("--no-verify", is_flag=True, help="Skip running the models with the host build of the op list.")
+@click.option("--no-full", is_flag=True, help="Skip building the full runtime for the size comparison.")
+@click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+def build(board: str, models: tuple[Path, ...], ops_spec: str | None, toolchain: str | None, out: Path,
+          jobs: int | None, no_verify: bool, no_full: bool, json_out: bool, quiet: bool) -> None:
+    """Build a bundle for a board: a static dtorch-run holding only the model's kernels, the model, a manifest and a
+    size report, in OUT/<board>/."""
+    import json
+
+    from .build import BuildError, build_bundle
+
+    log = (lambda _m: None) if json_out else click.echo
+    try:
+        res = build_bundle(board, list(models), ops=ops_spec, toolchain=toolchain, out=out, jobs=jobs,
+                           verify=not no_verify, compare_full=not no_full, log=log, progress=not quiet and not json_out)
+    except BuildError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    if json_out:
+        click.echo(json.dumps(res.to_json(), indent=2))
+        return
+    full = f" (full runtime {res.full_bytes / 1024:.0f} KiB: {res.full_bytes / res.binary_bytes:.1f}x larger)" \
+        if res.full_bytes else ""
+    click.echo(f"bundle: {res.dist}/ dtorch-run {res.binary_bytes / 1024:.0f} KiB{full}; manifest.json, "
+               f"size_report.md")
+
 
 @main.group("ops")
 def ops_group() -> None:

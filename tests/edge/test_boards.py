@@ -157,7 +157,7 @@ def test_board_copy_in_another_folder_loads(tmp_path):
      "flags.gcc-cross.cxxflags", "list of non-empty strings"),
     (lambda s: s.replace('binary = "qemu-aarch64"', 'binary = "qemu-arm"'), "emulator.binary", "does not run"),
     (lambda s: s.replace('name = "rpi4"', 'name = "rpi-4"'), "name", "does not match the file name"),
-    (lambda s: s.replace('toolchains = ["gcc-cross", "zig"]', "toolchains = []"), "toolchains", "must not be empty"),
+    (lambda s: s.replace('toolchains = ["zig", "gcc-cross"]', "toolchains = []"), "toolchains", "must not be empty"),
     (lambda s: s.replace('kind = "gpu"', 'kind = "tpu"'), "accelerators[0].kind", "not one of"),
     (lambda s: s.replace('kind = "qemu-user"', 'kind = "native"'), "emulator.kind", "only for the host"),
     (lambda s: s.replace("[memory]\nbandwidth_gbs = 12.8", "[memory]"), "memory.bandwidth_gbs", "missing"),

@@ -45,6 +45,9 @@ def test_demo_reaches_90_percent_and_same_seed_same_result(tmp_path):
                               capture_output=True, text=True, timeout=600)
         assert proc.returncode == 0, proc.stderr[-2000:]
         assert "test accuracy" in proc.stdout
+        # it ends with a bundle for rk3588 (the default board); the second run's build is up to date
+        assert "bundle for rk3588" in proc.stdout and (out / "dist" / "rk3588" / "manifest.json").exists()
+        assert run == 0 or "up to date, nothing rebuilt" in proc.stdout
         results.append(json.loads((out / "r.json").read_text()))
         assert (out / "simplenet.safetensors").exists()
     assert results[0]["test_accuracy"] >= 0.90

@@ -34,7 +34,7 @@ def test_boards_json():
     data = json.loads(r.output)
     assert [b["name"] for b in data] == list_boards()
     rk = next(b for b in data if b["name"] == "rk3588")
-    assert rk["arch"] == "aarch64" and rk["ram_mb"] == 8192 and rk["toolchains"] == ["gcc-cross", "zig"]
+    assert rk["arch"] == "aarch64" and rk["ram_mb"] == 8192 and rk["toolchains"] == ["zig", "gcc-cross"]
     assert set(rk["toolchains_found"]) == {"gcc-cross", "zig"}
     assert all(isinstance(v, bool) for v in rk["toolchains_found"].values())
     assert rk["emulator"] == {"kind": "qemu-user", "binary": "qemu-aarch64", "cpu": "cortex-a76", "stand_in": False,

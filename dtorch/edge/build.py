@@ -1,0 +1,308 @@
+"""`dtorch-edge build`: a model (or several) -> a bundle for a board in dist/<board>/.
+
+1. The op list: the models' own lists (their union), an ops.yaml (which must cover every model), or ``all``.
+2. The plan (dtorch.edge.build_plan): board file, toolchain (the board's first installed family or
+   ``--toolchain``), flags, the kernel files of the listed operators.
+3. SCons builds it (``python -m SCons board=... toolchain=... ops=...``, an argv, never a shell string) into
+   build/<board>/<toolchain>/<op-set>/; a second build of the same inputs is a no-op and says so.
+4. Verification: the host build of the same op list runs every model (its bundled test vector when it has one,
+   else zeros of the model's input shapes), so a kernel missing from the list fails here, not on the device.
+5. dist/<board>/: dtorch-run, the model(s), manifest.json (board, toolchain and version, flags, dtorch and runtime
+   versions, runtime and op-set hashes, model sha256s, op list, size and sha256 of every file) and a size report:
+   the pruned binary vs the full runtime for the same board and toolchain, and bytes per kernel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import re
+import subprocess
+import sys
+import tempfile
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .oplist import OpList, OpListError
+
+__all__ = ["BuildError", "BuildResult", "build_bundle"]
+
+
+class BuildError(RuntimeError):
+    """A build that failed: the message is one line saying what and what to do."""
+
+
+@dataclass
+class BuildResult:
+    board: str
+    toolchain: str
+    dist: Path
+    binary_bytes: int
+    full_bytes: int | None
+    up_to_date: bool
+    verified: list[str]
+    manifest: dict[str, Any]
+    kernel_bytes: dict[str, int] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        return {"board": self.board, "toolchain": self.toolchain, "dist": str(self.dist),
+                "binary_bytes": self.binary_bytes, "full_runtime_bytes": self.full_bytes,
+                "up_to_date": self.up_to_date, "verified": self.verified, "kernel_bytes": self.kernel_bytes,
+                "manifest": self.manifest}
+
+
+def _sha256(path: Path) -> str:
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()
+
+
+def _write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.name}.")
+    try:
+        os.fchmod(fd, mode)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def _first_error(output: str) -> str:
+    """The compiler's (or linker's, or SCons's) first error line."""
+    lines = output.splitlines()
+    for pattern in (r"\berror\b:", r"\berror\b", r"undefined reference", r"\*\*\*"):
+        for line in lines:
+            if re.search(pattern, line, re.I) and not line.lstrip().startswith(("/usr/bin", "g++ ", "clang")):
+                return line.strip()
+    return lines[-1].strip() if lines else "(no output)"
+
+
+def _scons(root: Path, args: Sequence[str], *, jobs: int, question: bool = False,
+           on_line: Callable[[str], None] | None = None) -> tuple[int, str]:
+    argv = [sys.executable, "-m", "SCons", "-Q", f"-j{jobs}", *(["-q"] if question else []), *args]
+    proc = subprocess.Popen(argv, cwd=root, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+                            errors="replace")
+    out = []
+    assert proc.stdout is not None
+    for line in proc.stdout:
+        out.append(line)
+        if on_line is not None:
+            on_line(line)
+    return proc.wait(), "".join(out)
+
+
+def _op_list(models: Sequence[Path], ops: str | None) -> OpList:
+    from .._export.errors import DtmFormatError
+
+    model_ops: OpList | None = None
+    for m in models:
+        try:
+            one = OpList.from_model(m)
+        except DtmFormatError as e:
+            raise BuildError(f"model {str(m)!r}: {e}") from None
+        model_ops = one if model_ops is None else model_ops.union(one)
+    if ops is None or ops == "":
+        if model_ops is None:
+            raise BuildError("nothing to build: give --model MODEL.dtm (one or more) or --ops ops.yaml|all")
+        return model_ops
+    if ops == "all":
+        return OpList.everything()
+    try:
+        listed = OpList.from_yaml(ops)
+    except OpListError as e:
+        raise BuildError(str(e)) from None
+    if model_ops is not None:
+        missing = model_ops.missing_from(listed)
+        if missing:
+            raise BuildError(f"{ops} lacks {', '.join(missing)}, which the model needs; add it to the op list or "
+                             f"record one with: dtorch-edge ops record --model MODEL.dtm --data SAMPLES")
+    return listed
+
+
+def _kernel_bytes(plan: Any, root: Path, workdir: Path) -> dict[str, int]:
+    """Bytes of code and data each kernel adds: its kernel file compiled with the build's flags but without LTO
+    (an LTO link map no longer attributes code to source files), measured with the toolchain's `size`."""
+    size_tool = plan.found.tools.get("size")
+    if not size_tool:
+        return {}
+    flags = [f for f in plan.compile_flags if not f.startswith("-flto")]
+    inc = ["-I" + str(root / plan.variant / "include"), "-I" + str(root / "runtime" / "include"),
+           "-I" + str(root / "runtime"), "-I" + str(root / "runtime" / "schema"), "-DNDEBUG"]
+    out: dict[str, int] = {}
+    for src in plan.sources:
+        if not src.rel.startswith("kernels/"):
+            continue
+        obj = workdir / (src.rel.replace("/", "_") + ".o")
+        r = subprocess.run([*plan.found.cxx, *flags, *src.extra_flags, *inc, "-c", str(src.path), "-o", str(obj)],
+                           capture_output=True, text=True)
+        if r.returncode != 0:
+            continue
+        sz = subprocess.run([*size_tool, "-A", str(obj)], capture_output=True, text=True)
+        total = 0
+        for line in sz.stdout.splitlines():
+            parts = line.split()
+            if len(parts) >= 2 and parts[1].isdigit() and parts[0].startswith((".text", ".rodata", ".data")):
+                total += int(parts[1])
+        out[src.rel] = total
+    return out
+
+
+def _verify(exe: Path, models: Sequence[Path], workdir: Path) -> list[str]:
+    """Runs each model with the host build of the op list; returns what was checked."""
+    from .._export.reader import read_dtm
+
+    done = []
+    for m in models:
+        f = read_dtm(m)
+        if f.test_vector is not None:
+            cmd = [str(exe), str(m), "--self-test", "--kernels", "exact"]
+            what = f"{m.name}: bundled test vector"
+        else:
+            import numpy as np
+
+            inputs = []
+            for k, t in enumerate(f.inputs):
+                info = f.tensors[t]
+                shape = [d if isinstance(d, int) and d >= 0 else 1 for d in info.dims]  # dynamic: 1
+                p = workdir / f"verify_{m.stem}_{k}.npy"
+                np.save(p, np.zeros(shape, dtype=info.dtype))
+                inputs += ["--input", str(p)]
+            cmd = [str(exe), str(m), *inputs, "--bench", "1"]
+            what = f"{m.name}: zeros of its input shapes (no bundled test vector)"
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+        if r.returncode != 0:
+            text = (r.stderr or r.stdout).strip()
+            raise BuildError(f"the pruned runtime (host build of the same op list) failed on {m.name}: "
+                             f"{text.splitlines()[-1] if text else f'exit {r.returncode}'}")
+        done.append(what)
+    return done
+
+
+def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, ops: str | None = None,
+                 toolchain: str | None = None, out: str | os.PathLike[str] = "dist", jobs: int | None = None,
+                 verify: bool = True, compare_full: bool = True, log: Callable[[str], None] = print,
+                 progress: bool = True) -> BuildResult:
+    from .. import __version__
+    from .boards import BoardError
+    from .build_plan import PlanError, make_plan
+    from .resources import resource_root
+    from .toolchains import ToolchainError
+
+    root = resource_root()
+    model_paths = [Path(m).resolve() for m in models]
+    for m in model_paths:
+        if not m.is_file():
+            raise BuildError(f"model not found: {str(m)!r}; export one with dt.export(model, example, 'model.dtm')")
+    op_list = _op_list(model_paths, ops)
+    try:
+        plan = make_plan(board, toolchain=toolchain, ops=op_list, root=root)
+        host_plan = None if plan.board.name == "host" or not verify else make_plan("host", ops=op_list, root=root)
+    except (BoardError, ToolchainError, PlanError, OpListError) as e:
+        raise BuildError(str(e)) from None
+    jobs = jobs or os.cpu_count() or 1
+
+    def ops_file(p: Any) -> Path:  # the op list SCons reads (the same plan, so the same variant folder)
+        path = root / p.variant / "ops.yaml"
+        text = p.ops.to_yaml("op list of this build (written by dtorch-edge build)")
+        if not path.exists() or path.read_text() != text:
+            _write_atomic(path, text.encode())
+        return path
+
+    def scons_args(p: Any) -> list[str]:
+        return [f"board={p.board.name}", f"toolchain={p.toolchain.family}", f"ops={ops_file(p)}"]
+
+    def run_build(p: Any, what: str) -> bool:
+        """Builds plan `p`; returns True when it was already up to date."""
+        args = scons_args(p)
+        if _scons(root, args, jobs=jobs, question=True)[0] == 0:
+            return True
+        bar = None
+        if progress:
+            from tqdm import tqdm
+
+            bar = tqdm(total=len(p.sources) + 1, desc=f"building {what}", unit="step", leave=False)
+
+        def on_line(line: str) -> None:
+            if bar is not None and (" -c " in line or " -o " in line):
+                bar.update(1)
+
+        rc, text = _scons(root, args, jobs=jobs, on_line=on_line)
+        if bar is not None:
+            bar.close()
+        if rc != 0:
+            raise BuildError(f"building {what} failed: {_first_error(text)}")
+        return False
+
+    log(f"board {plan.board.name} ({plan.board.arch}), toolchain {plan.toolchain.family} ({plan.found.version}), "
+        f"{len(op_list.entries())} op(s): {', '.join(op_list.entries())}")
+    up_to_date = run_build(plan, f"dtorch-run for {plan.board.name}")
+    exe = root / plan.variant / "dtorch-run"
+    log(f"{'up to date, nothing rebuilt' if up_to_date else 'built'}: {exe.relative_to(root)}")
+
+    verified: list[str] = []
+    if verify and model_paths:
+        vplan = plan if host_plan is None else host_plan
+        if host_plan is not None:
+            run_build(host_plan, "the host check build")
+        with tempfile.TemporaryDirectory() as d:
+            verified = _verify(root / vplan.variant / "dtorch-run", model_paths, Path(d))
+        log(f"verified the op list on the host: {'; '.join(verified)}")
+
+    full_bytes = None
+    if compare_full and not op_list.all_ops:
+        full = make_plan(plan.board, toolchain=plan.toolchain.family, ops=OpList.everything(), root=root)
+        run_build(full, f"the full runtime for {plan.board.name} (size comparison)")
+        full_bytes = (root / full.variant / "dtorch-run").stat().st_size
+    with tempfile.TemporaryDirectory() as d:
+        kernel_bytes = _kernel_bytes(plan, root, Path(d))
+
+    dist = Path(out) / plan.board.name
+    dist.mkdir(parents=True, exist_ok=True)
+    files: dict[str, Path] = {"dtorch-run": exe}
+    if len(model_paths) == 1:
+        files["model.dtm"] = model_paths[0]
+    else:
+        for m in model_paths:
+            files[m.name] = m
+    for name, src in files.items():
+        _write_atomic(dist / name, src.read_bytes(), 0o755 if name == "dtorch-run" else 0o644)
+    binary_bytes = exe.stat().st_size
+    manifest = {
+        "board": plan.board.name, "arch": plan.board.arch,
+        "toolchain": {"name": plan.toolchain.family, "version": plan.found.version},
+        "flags": {"cxxflags": list(plan.compile_flags), "ldflags": list(plan.flags.ldflags),
+                  "libs": list(plan.flags.libs), "lto": plan.flags.lto},
+        "dtorch_version": __version__, "runtime_version": plan.runtime_version,
+        "runtime_hash": plan.runtime_hash, "opset_hash": plan.opset_hash,
+        "ops": op_list.entries(),
+        "models": [{"file": n, "sha256": _sha256(p)} for n, p in files.items() if n != "dtorch-run"],
+        "files": {n: {"bytes": (dist / n).stat().st_size, "sha256": _sha256(dist / n)} for n in files},
+        "sizes": {"dtorch_run_bytes": binary_bytes, "full_runtime_bytes": full_bytes,
+                  "pruned_vs_full": None if not full_bytes else round(binary_bytes / full_bytes, 4),
+                  "kernel_bytes": kernel_bytes,
+                  "kernel_bytes_method": "each kernel file compiled with the build's flags without LTO, "
+                                         "sections .text/.rodata/.data measured with size -A"},
+        "verified": verified,
+    }
+    _write_atomic(dist / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
+    report = [f"# Size report: {plan.board.name} ({plan.toolchain.family})", "",
+              f"- dtorch-run (pruned, stripped, static): {binary_bytes:,} bytes",
+              f"- full runtime, same board and toolchain: {full_bytes:,} bytes" if full_bytes else
+              "- full runtime: (not built)",
+              "", "| kernel file | bytes (non-LTO object) |", "|---|---:|"]
+    report += [f"| {k} | {v:,} |" for k, v in sorted(kernel_bytes.items(), key=lambda kv: -kv[1])]
+    _write_atomic(dist / "size_report.md", ("\n".join(report) + "\n").encode())
+    return BuildResult(board=plan.board.name, toolchain=plan.toolchain.family, dist=dist, binary_bytes=binary_bytes,
+                       full_bytes=full_bytes, up_to_date=up_to_date, verified=verified, manifest=manifest,
+                       kernel_bytes=kernel_bytes)

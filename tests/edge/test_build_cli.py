@@ -1,0 +1,99 @@
+"""`dtorch-edge build`: a model -> dist/<board>/ (dtorch-run with only the model's kernels, the model, manifest.json,
+size_report.md), verified on the host first; incremental; every error one line with what to do."""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import subprocess
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+import dtorch as dt
+from dtorch.edge.cli import main
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+@pytest.fixture(scope="module")
+def model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    spec = importlib.util.spec_from_file_location("export_zoo", ROOT / "tests" / "export" / "zoo.py")
+    zoo = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(zoo)  # type: ignore[union-attr]
+    make_model, make_input = zoo.ZOO["simplenet"]
+    dt.manual_seed(0)
+    path = tmp_path_factory.mktemp("build_cli") / "simplenet.dtm"
+    dt.export(make_model().eval(), make_input(1), str(path), bundle_example=True)
+    return path
+
+
+def invoke(*args: str, env: dict[str, str] | None = None):
+    return CliRunner().invoke(main, list(args), env=env, catch_exceptions=False)
+
+
+def test_host_bundle(model, tmp_path):
+    out = tmp_path / "dist"
+    r = invoke("build", "--board", "host", "--model", str(model), "--out", str(out), "--quiet")
+    assert r.exit_code == 0, r.output
+    b = out / "host"
+    for name in ("dtorch-run", "model.dtm", "manifest.json", "size_report.md"):
+        assert (b / name).is_file(), name
+    m = json.loads((b / "manifest.json").read_text())
+    assert m["board"] == "host" and m["toolchain"]["name"] == "host" and m["toolchain"]["version"]
+    assert m["ops"] == ["adaptive_avg_pool2d:float32", "conv2d:float32", "linear:float32", "reshape:float32"]
+    assert m["models"][0]["sha256"] == hashlib.sha256(model.read_bytes()).hexdigest()
+    for name, f in m["files"].items():
+        assert f["sha256"] == hashlib.sha256((b / name).read_bytes()).hexdigest() and f["bytes"] > 0
+    assert "-ffunction-sections" in m["flags"]["cxxflags"] and "-Wl,--gc-sections" in m["flags"]["ldflags"]
+    assert m["sizes"]["full_runtime_bytes"] > m["sizes"]["dtorch_run_bytes"] > 0
+    assert "kernels/portable/conv2d.cc" in m["sizes"]["kernel_bytes"]
+    assert m["verified"] == ["simplenet.dtm: bundled test vector"]
+    info = subprocess.run([str(b / "dtorch-run"), "--build-info"], capture_output=True, text=True).stdout
+    assert m["runtime_hash"] in info and m["opset_hash"] in info
+    # the bundle runs as shipped (its manifest matches the binary)
+    run = subprocess.run([str(b / "dtorch-run"), str(b / "model.dtm"), "--self-test"], capture_output=True, text=True)
+    assert run.returncode == 0 and "self-test PASS" in run.stdout, run.stderr
+    again = invoke("build", "--board", "host", "--model", str(model), "--out", str(out), "--quiet", "--json")
+    assert again.exit_code == 0 and json.loads(again.output)["up_to_date"] is True
+
+
+def test_errors_are_one_line(model, tmp_path):
+    cases = [
+        (["--board", "rk3858", "--model", str(model)], "unknown board 'rk3858'; did you mean 'rk3588'"),
+        (["--board", "host", "--model", str(tmp_path / "missing.dtm")], "model not found"),
+        (["--board", "host"], "nothing to build"),
+    ]
+    (tmp_path / "junk.dtm").write_bytes(b"not a model")
+    cases.append((["--board", "host", "--model", str(tmp_path / "junk.dtm")], "junk.dtm"))
+    ops = tmp_path / "ops.yaml"
+    ops.write_text("ops:\n  conv2d: [float32]\n  linear: [float32]\n")
+    cases.append((["--board", "host", "--model", str(model), "--ops", str(ops)],
+                  "lacks adaptive_avg_pool2d:float32, reshape:float32, which the model needs"))
+    for args, message in cases:
+        r = CliRunner().invoke(main, ["build", *args, "--out", str(tmp_path / "dist"), "--quiet"])
+        assert r.exit_code == 1, (args, r.output)
+        lines = [x for x in r.output.strip().splitlines() if x.startswith("error:")]
+        assert len(lines) == 1 and message in lines[0], (args, r.output)
+    assert not (tmp_path / "dist" / "host" / "manifest.json").exists()
+
+
+def test_missing_toolchain_names_the_install_command(model, tmp_path):
+    r = CliRunner().invoke(main, ["build", "--board", "rk3588", "--toolchain", "zig", "--model", str(model),
+                                  "--out", str(tmp_path)], env={"DTORCH_ZIG_PYTHON": "/usr/bin/false"})
+    assert r.exit_code == 1 and "pip install ziglang==0.17.0" in r.output, r.output
+
+
+def test_failed_compile_shows_the_compilers_first_error(model, tmp_path):
+    fake = tmp_path / "fake-g++"
+    fake.write_text("#!/bin/sh\ncase \"$*\" in\n  *--version*) echo 'g++ (fake) 12.2.0';;\n"
+                    "  *-dumpmachine*) echo x86_64-linux-gnu;;\n"
+                    "  *) echo 'runtime/core/attrs.cc:1:1: error: simulated compiler failure' >&2; exit 1;;\nesac\n")
+    fake.chmod(0o755)
+    r = CliRunner().invoke(main, ["build", "--board", "host", "--model", str(model), "--out", str(tmp_path / "d"),
+                                  "--quiet"], env={"CXX": str(fake)})
+    assert r.exit_code == 1, r.output
+    assert "error: building dtorch-run for host failed: runtime/core/attrs.cc:1:1: error: simulated compiler failure" \
+        in r.output and "Traceback" not in r.output
