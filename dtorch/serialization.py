@@ -13,7 +13,6 @@ import io
 import json
 import math
 import os
-import tempfile
 from collections import OrderedDict
 from collections.abc import Mapping
 from pathlib import Path
@@ -22,6 +21,7 @@ from typing import IO, Any
 import numpy as np
 from safetensors import SafetensorError, TensorSpec, deserialize, serialize
 
+from ._fileio import write_atomic
 from .device import check_device
 from .tensor import Tensor
 
@@ -129,17 +129,7 @@ def save(obj: Any, f: str | os.PathLike[str] | IO[bytes]) -> None:
         raise IsADirectoryError(f"dt.save: {path} is a directory; give a file name such as {path / 'model.safetensors'}")
     if not path.parent.exists():
         raise FileNotFoundError(f"dt.save: folder {path.parent} does not exist; create it first")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
+    write_atomic(path, data)
 
 
 def _decode(node: Any, tensors: dict[str, np.ndarray]) -> Any:

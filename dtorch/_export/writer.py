@@ -6,7 +6,6 @@ constant segments, each at a 64-byte aligned file offset with zero padding in be
 from __future__ import annotations
 
 import os
-import tempfile
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -15,6 +14,7 @@ from typing import Any
 import flatbuffers
 import numpy as np
 
+from .._fileio import write_atomic as _write_atomic
 from ..dtm import Attr as FAttr
 from ..dtm import Dim as FDim
 from ..dtm import KeyValue as FKeyValue
@@ -277,19 +277,7 @@ def check_writable(path: Path) -> None:
 
 def write_atomic(path: Path, data: bytes) -> None:
     check_writable(path)
-    parent = path.parent if str(path.parent) else Path(".")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
     try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise ExportError(f"cannot write the model to {str(path)!r}: {e.strerror or e}") from e
-        raise
+        _write_atomic(path, data)
+    except OSError as e:
+        raise ExportError(f"cannot write the model to {str(path)!r}: {e.strerror or e}") from e

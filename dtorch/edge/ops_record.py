@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import tempfile
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._fileio import write_atomic
 from .._version import __version__
 from .oplist import KernelCatalog, OpList, OpListError, kernel_catalog
 
@@ -235,25 +235,10 @@ def _check_out(out: Path) -> None:
 def write_text_atomic(path: Path, text: str) -> None:
     """Write `text` to `path` via a temp file in the same folder, fsync and rename: never a partial file."""
     _check_out(path)
-    parent = path.parent if str(path.parent) else Path(".")
     try:
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=parent)
+        write_atomic(path, text)
     except OSError as e:
         raise OpsError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException as e:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        if isinstance(e, OSError):
-            raise OpsError(f"cannot write {str(path)!r}: {e.strerror or e}") from None
-        raise
 
 
 def record_to_file(model: str | os.PathLike[str], data: Sequence[str | os.PathLike[str]], out: str | os.PathLike[str],
