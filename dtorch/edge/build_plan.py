@@ -43,7 +43,7 @@ HOST_X86_SETS = {
 }
 
 _CORE_GLOBS = ("core/*.cc", "kernels/common/*.cc")
-_APP_SOURCES = ("apps/dtorch_run.cc", "apps/npy.cc")
+_APP_SOURCES = ("apps/dtorch_run.cc", "apps/npy.cc", "apps/no_demangle.cc")
 _HEADER_GLOBS = ("include/dtorch/*.h", "core/*.h", "kernels/common/*.h", "kernels/*/*.h", "schema/*.h", "apps/*.h")
 
 
