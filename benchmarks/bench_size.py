@@ -64,7 +64,7 @@ def main() -> None:
     from dtorch.edge.build import build_bundle
     from dtorch.models import SimpleNet
 
-    rows = []
+    rows, verdicts = [], []
     with tempfile.TemporaryDirectory() as d:
         model = Path(d) / "simplenet.dtm"
         dt.manual_seed(0)
@@ -74,19 +74,26 @@ def main() -> None:
                              progress=False)
             kernels = ", ".join(f"{Path(k).stem} {v / 1024:.1f}" for k, v in
                                 sorted(r.kernel_bytes.items(), key=lambda kv: -kv[1]))
+            ratio = r.full_bytes / r.binary_bytes
             rows.append(f"| {family} | {r.manifest['toolchain']['version']} | {r.binary_bytes / 1024:.0f} | "
-                        f"{r.full_bytes / 1024:.0f} | {r.full_bytes / r.binary_bytes:.2f}x | {kernels} |")
+                        f"{r.full_bytes / 1024:.0f} | {ratio:.2f}x | {kernels} |")
+            verdicts.append(f"- {family}: {r.binary_bytes / 1000:.0f} KB pruned "
+                            f"({'met' if r.binary_bytes <= 300_000 else 'NOT met'} <= 300 KB; "
+                            f"{'met' if r.binary_bytes <= 150_000 else 'not reached'} the 150 KB aim), "
+                            f"{ratio:.2f}x smaller than the full runtime ({'met' if ratio >= 3 else 'NOT met'} >= 3x)")
             print(rows[-1], flush=True)
     table = ("| toolchain | version | pruned dtorch-run KiB | full runtime KiB | full / pruned | kernel KiB (non-LTO "
              "objects) |\n|---|---|---:|---:|---:|---|\n" + "\n".join(rows))
     body = (f"SimpleNet (1x3x32x32, 4 operators: conv2d, adaptive_avg_pool2d, reshape, linear) built with "
             f"`dtorch-edge build --board {args.board}`: static, stripped aarch64 `dtorch-run` (-O2, sections + "
-            f"--gc-sections, LTO, -fno-exceptions -fno-rtti). Targets: pruned <= 300 KB (aim 150 KB) and >= 3x "
-            f"smaller than the full runtime.\n\n{table}\n\n" + "\n".join(_peer_sizes()) +
-            "\n\nReading: neither target is met yet. The pruned binary is dominated by the C/C++ runtime libraries, "
-            "not the kernels (the four kernels are ~40 KB): static glibc costs ~535 KB before any code; with zig's "
-            "musl + libc++ about 110 KB of it is libc++abi's demangler and libunwind, which zig's libc++ (built with "
-            "exceptions) still links although the runtime never throws.")
+            f"--gc-sections, LTO, -fno-exceptions -fno-rtti, no demangler). Targets: pruned <= 300 KB (aim 150 KB) "
+            f"and >= 3x smaller than the full runtime.\n\n{table}\n\n" + "\n".join(_peer_sizes()) +
+            "\n\nReading:\n" + "\n".join(verdicts) +
+            "\n\nThe pruned binary is dominated by what every build carries, not by kernels (the four kernels are "
+            "~40 KB): the loader with its FlatBuffers verifier, the executor and planner, dtorch-run's .npy and CLI "
+            "code, and the C/C++ libraries (static glibc alone is ~535 KB, which is why gcc-cross binaries are "
+            "larger; zig links musl and libc++). So the full runtime is only 1.5-2x the pruned one: reaching 3x "
+            "needs a smaller fixed core, not more pruning.")
     print(body)
     if args.write:
         write_section("Board runtime size (issue 4)", body, command=".venv/bin/python benchmarks/bench_size.py --write")
