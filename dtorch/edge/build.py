@@ -148,12 +148,23 @@ def _kernel_bytes(plan: Any, root: Path, workdir: Path) -> dict[str, int]:
     return out
 
 
-def _verify(exe: Path, models: Sequence[Path], workdir: Path) -> list[str]:
-    """Runs each model with the host build of the op list; returns what was checked."""
+def _verify(exe: Path, models: Sequence[Path], workdir: Path, data: Sequence[Path] = ()) -> list[str]:
+    """Runs each model with the host build of the op list, on the sample inputs in `data` (.npy files, one batch
+    each, for single-input models) and on its bundled test vector or zeros of its input shapes; returns what was
+    checked."""
     from .._export.reader import read_dtm
 
     done = []
     for m in models:
+        for sample in data:
+            r = subprocess.run([str(exe), str(m), "--input", str(sample), "--output", str(workdir / "out.npy")],
+                               capture_output=True, text=True, timeout=600)
+            if r.returncode != 0:
+                text = (r.stderr or r.stdout).strip()
+                raise BuildError(f"the pruned runtime (host build of the same op list) failed on {m.name} with "
+                                 f"{sample}: {text.splitlines()[-1] if text else f'exit {r.returncode}'}")
+        if data:
+            done.append(f"{m.name}: {len(data)} sample input file(s)")
         f = read_dtm(m)
         if f.test_vector is not None:
             cmd = [str(exe), str(m), "--self-test", "--kernels", "exact"]
@@ -182,7 +193,7 @@ def _verify(exe: Path, models: Sequence[Path], workdir: Path) -> list[str]:
 def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, ops: str | None = None,
                  toolchain: str | None = None, out: str | os.PathLike[str] = "dist", jobs: int | None = None,
                  verify: bool = True, compare_full: bool = True, log: Callable[[str], None] = print,
-                 progress: bool = True) -> BuildResult:
+                 progress: bool = True, data: Sequence[str | os.PathLike[str]] = ()) -> BuildResult:
     from .. import __version__
     from .boards import BoardError
     from .build_plan import PlanError, make_plan
@@ -195,6 +206,13 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
         if not m.is_file():
             raise BuildError(f"model not found: {str(m)!r}; export one with dt.export(model, example, 'model.dtm')")
     op_list = _op_list(model_paths, ops)
+    samples: list[Path] = []
+    for item in data:
+        p = Path(item)
+        found = sorted(p.glob("*.npy")) if p.is_dir() else [p] if p.is_file() else []
+        if not found:
+            raise BuildError(f"sample inputs not found: {str(p)!r} (give .npy files or a folder of them)")
+        samples += found
     try:
         plan = make_plan(board, toolchain=toolchain, ops=op_list, root=root)
         host_plan = None if plan.board.name == "host" or not verify else make_plan("host", ops=op_list, root=root)
@@ -246,7 +264,7 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
         if host_plan is not None:
             run_build(host_plan, "the host check build")
         with tempfile.TemporaryDirectory() as d:
-            verified = _verify(root / vplan.variant / "dtorch-run", model_paths, Path(d))
+            verified = _verify(root / vplan.variant / "dtorch-run", model_paths, Path(d), samples)
         log(f"verified the op list on the host: {'; '.join(verified)}")
 
     full_bytes = None

@@ -239,12 +239,14 @@ def doctor(as_json: bool, strict: bool) -> None:
 @click.option("--toolchain", default=None, help="A toolchain family (default: the board's first installed one).")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("dist"), show_default=True)
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel compile jobs (default: CPUs).")
+@click.option("--data", "data", multiple=True, type=click.Path(path_type=Path),
+              help="Sample inputs (.npy, or a folder of them) the host check runs the pruned runtime on.")
 @click.option("--no-verify", is_flag=True, help="Skip running the models with the host build of the op list.")
 @click.option("--no-full", is_flag=True, help="Skip building the full runtime for the size comparison.")
 @click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def build(board: str, models: tuple[Path, ...], ops_spec: str | None, toolchain: str | None, out: Path,
-          jobs: int | None, no_verify: bool, no_full: bool, json_out: bool, quiet: bool) -> None:
+          jobs: int | None, data: tuple[Path, ...], no_verify: bool, no_full: bool, json_out: bool, quiet: bool) -> None:
     """Build a bundle for a board: a static dtorch-run holding only the model's kernels, the model, a manifest and a
     size report, in OUT/<board>/."""
     import json
@@ -254,7 +256,8 @@ def build(board: str, models: tuple[Path, ...], ops_spec: str | None, toolchain:
     log = (lambda _m: None) if json_out else click.echo
     try:
         res = build_bundle(board, list(models), ops=ops_spec, toolchain=toolchain, out=out, jobs=jobs,
-                           verify=not no_verify, compare_full=not no_full, log=log, progress=not quiet and not json_out)
+                           verify=not no_verify, compare_full=not no_full, log=log, progress=not quiet and not json_out,
+                           data=list(data))
     except BuildError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)

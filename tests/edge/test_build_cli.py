@@ -80,6 +80,26 @@ def test_errors_are_one_line(model, tmp_path):
     assert not (tmp_path / "dist" / "host" / "manifest.json").exists()
 
 
+def test_sample_inputs_are_run_before_success(model, tmp_path):
+    import numpy as np
+
+    good, bad = tmp_path / "good", tmp_path / "bad.npy"
+    good.mkdir()
+    np.save(good / "a.npy", np.zeros((1, 3, 32, 32), np.float32))
+    np.save(good / "b.npy", np.ones((1, 3, 32, 32), np.float32))
+    r = invoke("build", "--board", "host", "--model", str(model), "--data", str(good), "--out", str(tmp_path / "d"),
+               "--quiet", "--no-full", "--json")
+    assert r.exit_code == 0, r.output
+    assert "simplenet.dtm: 2 sample input file(s)" in json.loads(r.output)["verified"]
+    np.save(bad, np.zeros((1, 3, 16, 16), np.float32))  # a shape the model refuses: the check fails the build
+    r = CliRunner().invoke(main, ["build", "--board", "host", "--model", str(model), "--data", str(bad),
+                                  "--out", str(tmp_path / "d2"), "--quiet", "--no-full"])
+    assert r.exit_code == 1 and "failed on simplenet.dtm with" in r.output and "dimension 2" in r.output, r.output
+    r = CliRunner().invoke(main, ["build", "--board", "host", "--model", str(model), "--data",
+                                  str(tmp_path / "none"), "--out", str(tmp_path / "d3"), "--quiet"])
+    assert r.exit_code == 1 and "sample inputs not found" in r.output
+
+
 def test_missing_toolchain_names_the_install_command(model, tmp_path):
     r = CliRunner().invoke(main, ["build", "--board", "rk3588", "--toolchain", "zig", "--model", str(model),
                                   "--out", str(tmp_path)], env={"DTORCH_ZIG_PYTHON": "/usr/bin/false"})
