@@ -148,6 +148,12 @@ def _kernel_bytes(plan: Any, root: Path, workdir: Path) -> dict[str, int]:
     return out
 
 
+def _last_line(r: subprocess.CompletedProcess[str]) -> str:
+    """The last line a failed dtorch-run printed (its one-line error), or its exit status."""
+    text = (r.stderr or r.stdout).strip()
+    return text.splitlines()[-1] if text else f"exit {r.returncode}"
+
+
 def _verify(exe: Path, models: Sequence[Path], workdir: Path, data: Sequence[Path] = ()) -> list[str]:
     """Runs each model with the host build of the op list, on the sample inputs in `data` (.npy files, one batch
     each, for single-input models) and on its bundled test vector or zeros of its input shapes; returns what was
@@ -160,9 +166,8 @@ def _verify(exe: Path, models: Sequence[Path], workdir: Path, data: Sequence[Pat
             r = subprocess.run([str(exe), str(m), "--input", str(sample), "--output", str(workdir / "out.npy")],
                                capture_output=True, text=True, timeout=600)
             if r.returncode != 0:
-                text = (r.stderr or r.stdout).strip()
                 raise BuildError(f"the pruned runtime (host build of the same op list) failed on {m.name} with "
-                                 f"{sample}: {text.splitlines()[-1] if text else f'exit {r.returncode}'}")
+                                 f"{sample}: {_last_line(r)}")
         if data:
             done.append(f"{m.name}: {len(data)} sample input file(s)")
         f = read_dtm(m)
@@ -183,9 +188,8 @@ def _verify(exe: Path, models: Sequence[Path], workdir: Path, data: Sequence[Pat
             what = f"{m.name}: zeros of its input shapes (no bundled test vector)"
         r = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
         if r.returncode != 0:
-            text = (r.stderr or r.stdout).strip()
             raise BuildError(f"the pruned runtime (host build of the same op list) failed on {m.name}: "
-                             f"{text.splitlines()[-1] if text else f'exit {r.returncode}'}")
+                             f"{_last_line(r)}")
         done.append(what)
     return done
 

@@ -20,7 +20,7 @@ import hashlib
 import os
 import platform
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .boards import Board, load_board
@@ -67,7 +67,6 @@ class BuildPlan:
     ops: OpList
     root: Path                 # the resource root (holds runtime/, SConstruct)
     sources: tuple[Source, ...]
-    kernel_files: dict[str, str] = field(default_factory=dict)   # op -> kernel source (rel), portable set
     runtime_hash: str = ""
     opset_hash: str = ""
     runtime_version: str = ""
@@ -159,6 +158,4 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
     h.update(" ".join([*LANGUAGE_FLAGS, *flags.cxxflags, "|", *flags.ldflags, "|", *flags.libs]).encode())
     h.update(f"\n{found.version}\n".encode())
     return BuildPlan(board=b, toolchain=tc, found=found, flags=flags, ops=op_list, root=base,
-                     sources=tuple(sources), kernel_files={op: p.relative_to(runtime).as_posix()
-                                                           for op, p in catalog.files.items()},
-                     runtime_hash=h.hexdigest(), opset_hash=op_list.sha256(), runtime_version=version)
+                     sources=tuple(sources), runtime_hash=h.hexdigest(), opset_hash=op_list.sha256(), runtime_version=version)

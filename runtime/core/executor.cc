@@ -136,6 +136,8 @@ struct Session::Impl {
   Status check_inputs(const TensorView* in, size_t n) const;
   Status plan(const TensorView* in);
   Status execute(const TensorView* in, double* node_seconds);
+  // check_inputs, plan when the input shapes changed, execute (node_seconds may be null).
+  Status run(const TensorView* in, size_t n, double* node_seconds);
 };
 
 Status Session::Impl::check_inputs(const TensorView* in, size_t n) const {
@@ -487,23 +489,19 @@ std::vector<Session::NodeKernel> Session::node_kernels() const {
 
 uint64_t Session::arena_bytes() const { return impl_->arena_size; }
 
-Status Session::Run(const TensorView* inputs, size_t num_inputs) {
-  Impl& s = *impl_;
-  DTORCH_RETURN_IF_ERROR(s.check_inputs(inputs, num_inputs));
-  bool same = s.planned;
-  for (size_t i = 0; same && i < num_inputs; ++i) same = s.planned_shapes[i] == inputs[i].shape;
-  if (!same) DTORCH_RETURN_IF_ERROR(s.plan(inputs));
-  return s.execute(inputs, nullptr);
+Status Session::Impl::run(const TensorView* in, size_t n, double* node_seconds) {
+  DTORCH_RETURN_IF_ERROR(check_inputs(in, n));
+  bool same = planned;
+  for (size_t i = 0; same && i < n; ++i) same = planned_shapes[i] == in[i].shape;
+  if (!same) DTORCH_RETURN_IF_ERROR(plan(in));
+  return execute(in, node_seconds);
 }
+
+Status Session::Run(const TensorView* inputs, size_t num_inputs) { return impl_->run(inputs, num_inputs, nullptr); }
 
 Status Session::RunProfiled(const TensorView* inputs, size_t num_inputs, double* node_seconds) {
   if (node_seconds == nullptr) return Status(StatusCode::kInvalidArgument, "RunProfiled needs a node_seconds array");
-  Impl& s = *impl_;
-  DTORCH_RETURN_IF_ERROR(s.check_inputs(inputs, num_inputs));
-  bool same = s.planned;
-  for (size_t i = 0; same && i < num_inputs; ++i) same = s.planned_shapes[i] == inputs[i].shape;
-  if (!same) DTORCH_RETURN_IF_ERROR(s.plan(inputs));
-  return s.execute(inputs, node_seconds);
+  return impl_->run(inputs, num_inputs, node_seconds);
 }
 
 TensorView Session::output(size_t i) const {
