@@ -1,11 +1,11 @@
 """Build of the C++ runtime's Python binding, ``dtorch.runtime._C`` (everything else is in pyproject.toml).
 
 The extension compiles the runtime core, the portable kernels and the pybind11 module from ``runtime/``
-with the runtime's flags (C++17, -Wall -Wextra -Werror, -ffp-contract=off, never -ffast-math). On x86-64 the
-x86 kernel sets are added: runtime/kernels/x86 (AVX2 + FMA flags) and runtime/kernels/avx512 (AVX-512
-F/BW/DQ/VL + FMA), each file compiled with its set's flags on top of those (and linked after the portable
-files); every other file keeps the baseline ISA, and each set's kernels register themselves only on CPUs
-that have its ISA.
+with the runtime's flags (C++17, -Wall -Wextra -Werror, -ffp-contract=off, never -ffast-math). The ISA
+kernel sets built for this machine's architecture (runtime/kernels/*/kernel_set.json, read through
+dtorch/edge/kernel_sets.py: on x86-64 the AVX2 and AVX-512 sets) are added, each file compiled with its set's
+flags on top of those; every other file keeps the baseline ISA, and each set's kernels register themselves
+only on CPUs that have its ISA.
 ``pip install -e .`` builds it in place; set ``DTORCH_BUILD_JOBS`` to choose the number of parallel
 compile jobs (default: the number of CPUs).
 """
@@ -13,10 +13,8 @@ compile jobs (default: the number of CPUs).
 from __future__ import annotations
 
 import os
-import platform
-from glob import glob
-
 import shutil
+from glob import glob
 
 from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
 from setuptools import setup
@@ -25,22 +23,30 @@ from setuptools.command.build_py import build_py
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
-# Per-directory ISA flags of the x86-64 kernel sets (kernels/x86/x86.h, kernels/avx512/avx512.h).
+def _load_kernel_sets():  # dtorch/edge/kernel_sets.py, by path: dtorch is not importable while it is being built
+    import importlib.util
+    import sys
+
+    path = os.path.join(ROOT, "dtorch", "edge", "kernel_sets.py")
+    spec = importlib.util.spec_from_file_location("_dtorch_kernel_sets", path)
+    mod = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = mod  # dataclasses looks the module up
+    spec.loader.exec_module(mod)
+    return mod
+
+
+_ks = _load_kernel_sets()
+# Per-directory ISA flags of the kernel sets built for this machine (runtime/kernels/*/kernel_set.json).
 ISA_FLAGS = {
-    "runtime/kernels/x86/": ["-mavx2", "-mfma"],
-    "runtime/kernels/avx512/": ["-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mfma"],
+    os.path.relpath(ks.folder, ROOT).replace(os.sep, "/") + "/": list(ks.flags)
+    for ks in _ks.kernel_sets(os.path.join(ROOT, "runtime"), _ks.host_arch())
 }
-
-
-def _is_x86_64() -> bool:
-    return platform.machine().lower() in ("x86_64", "amd64")
 
 
 def _sources() -> list[str]:
     patterns = ["runtime/core/*.cc", "runtime/kernels/common/*.cc", "runtime/kernels/portable/*.cc",
                 "runtime/python/module.cc"]
-    if _is_x86_64():
-        patterns += [d + "*.cc" for d in ISA_FLAGS]  # last: see runtime/kernels/x86/x86.h (link order)
+    patterns += [d + "*.cc" for d in ISA_FLAGS]  # linked last
     found: list[str] = []
     for pattern in patterns:
         found += sorted(os.path.relpath(p, ROOT) for p in glob(os.path.join(ROOT, pattern)))

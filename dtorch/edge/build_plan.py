@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import hashlib
 import os
-import platform
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from .boards import Board, load_board
+from .kernel_sets import host_arch, kernel_sets
 from .oplist import OpList, OpListError, kernel_catalog
 from .toolchains import BuildFlags, Found, Toolchain, select_toolchain
 
@@ -36,11 +36,6 @@ __all__ = ["BuildPlan", "PlanError", "make_plan", "LANGUAGE_FLAGS"]
 LANGUAGE_FLAGS = ("-std=c++17", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off", "-fno-fast-math",
                   "-fno-exceptions", "-fno-rtti")
 
-#: The x86-64 kernel sets a host build adds (with their ISA flags) on an x86-64 host.
-HOST_X86_SETS = {
-    "x86": ("-mavx2", "-mfma"),
-    "avx512": ("-mavx512f", "-mavx512bw", "-mavx512dq", "-mavx512vl", "-mfma"),
-}
 
 _CORE_GLOBS = ("core/*.cc", "kernels/common/*.cc")
 _APP_SOURCES = ("apps/dtorch_run.cc", "apps/npy.cc", "apps/no_demangle.cc")
@@ -110,10 +105,6 @@ def _runtime_version(runtime: Path) -> str:
     return m.group(1) if m else "unknown"
 
 
-def _host_is_x86_64() -> bool:
-    return platform.machine().lower() in ("x86_64", "amd64")
-
-
 def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList | None = None,
               root: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None) -> BuildPlan:
     """Plan the build of `board` (a name or a loaded Board) with `toolchain` (default: the board's first family
@@ -139,12 +130,12 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
         sources += [Source(p, p.relative_to(runtime).as_posix()) for p in sorted(runtime.glob(pattern))]
     sources += [Source(p, p.relative_to(runtime).as_posix()) for p in catalog.select(op_list)]
     sources += [Source(runtime / rel, rel) for rel in _APP_SOURCES]
-    # A host build on an x86-64 host also carries the x86-64 kernel sets of the listed operators (registered only
-    # on CPUs that have their ISA); boards run the portable kernels (the bits every board shares).
-    if b.name == "host" and b.arch == "x86_64" and _host_is_x86_64() and found.kind in ("gcc", "clang"):
-        for kset, isa in HOST_X86_SETS.items():
-            cat = kernel_catalog(runtime, kset)
-            sources += [Source(p, p.relative_to(runtime).as_posix(), isa) for p in cat.select(op_list)]
+    # A host build also carries the host's ISA kernel sets of the listed operators (registered only on CPUs that
+    # have their ISA); boards run the portable kernels (the bits every board shares).
+    if b.name == "host" and b.arch == host_arch() and found.kind in ("gcc", "clang"):
+        for ks in kernel_sets(runtime, host_arch()):
+            cat = kernel_catalog(runtime, ks.name)
+            sources += [Source(p, p.relative_to(runtime).as_posix(), ks.flags) for p in cat.select(op_list)]
 
     h = hashlib.sha256()
     version = _runtime_version(runtime)

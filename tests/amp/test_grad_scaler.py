@@ -50,7 +50,10 @@ def test_matches_torch_over_a_sequence_with_overflows() -> None:
         dopt.zero_grad()
         topt.zero_grad()
         backward_both((ds, ts), dps, tps, rng)
-        np.testing.assert_allclose(dps[0].grad._data, tps[0].grad.numpy(), rtol=1e-6)
+        # float32 sums of products: relative to the gradient's scale (an entry that cancels down from ~700 to ~10
+        # keeps only the absolute error of the sum; torch's CPU kernels sum in another order on AVX2 than on AVX-512)
+        tg = tps[0].grad.numpy()
+        np.testing.assert_allclose(dps[0].grad._data, tg, rtol=1e-6, atol=1e-6 * float(np.abs(tg).max()))
         if step in bad_steps:
             bad = math.inf if step != 3 else math.nan
             dps[1].grad._data[0] = bad

@@ -14,7 +14,7 @@
 //
 // Build: the files of kernels/avx512/ are compiled only for x86-64, with -mavx512f -mavx512bw -mavx512dq
 // -mavx512vl -mfma (and -ffp-contract=off: the compiler never fuses on its own; the FMAs here are explicit).
-// Registration runs from baseline-ISA code, as for kernels/x86 (see kernels/x86/x86.h on link order).
+// Registration runs from baseline-ISA code, as for kernels/x86; shared helpers are kept apart by kernels/common/isa.h.
 #pragma once
 
 #if !defined(__x86_64__) || !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512DQ__) || \
@@ -25,9 +25,15 @@
 #include <immintrin.h>
 
 #include "core/kernel.h"
+#include "kernels/common/isa.h"
+
+#if !defined(DTORCH_KERNEL_ISA)
+#error "kernels/avx512: the build must define DTORCH_KERNEL_ISA (kernel_set.json flags; see kernels/common/isa.h)"
+#endif
 
 namespace dtorch {
 namespace kernels {
+inline namespace DTORCH_ISA {
 
 // max/min with maxps/minps semantics (the second operand when either is NaN or both are zero). Written with the
 // all-lanes mask form: GCC 12's plain _mm512_max_ps/_mm512_min_ps expand _mm512_undefined_ps, which trips
@@ -43,6 +49,7 @@ __attribute__((target("no-sse3"), noinline)) inline bool x86_avx512_supported() 
          __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("fma");
 }
 
+}  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch
 

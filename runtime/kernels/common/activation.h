@@ -14,6 +14,7 @@
 
 namespace dtorch {
 namespace kernels {
+inline namespace DTORCH_ISA {
 
 inline float relu_f(float x) { return x < 0.0f ? 0.0f : x; }
 inline float hardtanh_f(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
@@ -139,5 +140,6 @@ inline void bias_vector_activation(const Activation& a, const float* bias, float
   if (a.kind != ActKind::kNone) bias_activation(a, 0.0f, p, n);
 }
 
+}  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch

@@ -12,6 +12,7 @@
 
 namespace dtorch {
 namespace kernels {
+inline namespace DTORCH_ISA {
 
 // out = broadcast(a, b) with NumPy's rule (align on the right; each pair equal or one of them 1).
 inline Status broadcast_shape(const char* op, const Shape& a, const Shape& b, Shape* out) {
@@ -144,5 +145,6 @@ inline Status binary_run(const char* op, const KernelContext& ctx, const TensorV
   return Status::Ok();
 }
 
+}  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch

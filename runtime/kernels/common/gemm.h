@@ -37,6 +37,7 @@
 
 namespace dtorch {
 namespace kernels {
+inline namespace DTORCH_ISA {
 
 struct Epilogue {
   const float* bias = nullptr;  // null: no bias
@@ -293,5 +294,6 @@ inline void gemm_nt(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const flo
   });
 }
 
+}  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch

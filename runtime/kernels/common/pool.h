@@ -8,6 +8,7 @@
 
 namespace dtorch {
 namespace kernels {
+inline namespace DTORCH_ISA {
 
 // PyTorch's pooling output size: floor or ceil of the span over the stride; a ceil-mode window must
 // start inside the input or the left padding.
@@ -76,5 +77,6 @@ Status adaptive_run(const char* op, const KernelContext& ctx, const TensorView* 
   return Status::Ok();
 }
 
+}  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch

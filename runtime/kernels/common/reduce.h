@@ -9,6 +9,7 @@
 
 namespace dtorch {
 namespace kernels {
+inline namespace DTORCH_ISA {
 
 struct ReducePlan {
   Shape out;
@@ -73,5 +74,6 @@ inline void reduce_sum(const ReducePlan& p, const Shape& s, const float* x, doub
   }
 }
 
+}  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch

@@ -11,6 +11,7 @@
 
 namespace dtorch {
 namespace kernels {
+inline namespace DTORCH_ISA {
 
 struct ResampleAxis {
   int64_t in = 0, out = 0;
@@ -106,5 +107,6 @@ inline void linear_source(const ResampleAxis& a, bool align_corners, int64_t i, 
   *w1 = lam;
 }
 
+}  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch

@@ -9,6 +9,7 @@
 
 namespace dtorch {
 namespace kernels {
+inline namespace DTORCH_ISA {
 
 struct SoftmaxRows {
   int64_t outer = 1, len = 1, inner = 1;
@@ -63,5 +64,6 @@ Status softmax_run(const char* op, const KernelContext& ctx, const TensorView* i
   return Status::Ok();
 }
 
+}  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch

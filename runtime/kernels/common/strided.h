@@ -8,6 +8,7 @@
 
 namespace dtorch {
 namespace kernels {
+inline namespace DTORCH_ISA {
 
 inline void strided_copy(ThreadPool* pool, const Shape& o, const float* x, int64_t offset, const int64_t* strides,
                          float* y) {
@@ -36,5 +37,6 @@ inline void strided_copy(ThreadPool* pool, const Shape& o, const float* x, int64
   });
 }
 
+}  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch

@@ -9,6 +9,7 @@
 
 namespace dtorch {
 namespace kernels {
+inline namespace DTORCH_ISA {
 
 inline Status unary_infer(const char* op, const TensorView* in, int n_in, Shape* out, int n_out) {
   DTORCH_RETURN_IF_ERROR(check_num_inputs(op, n_in, 1, 1));
@@ -34,5 +35,6 @@ inline Status unary_run(const char* op, const KernelContext& ctx, const TensorVi
   return Status::Ok();
 }
 
+}  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch

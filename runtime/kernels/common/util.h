@@ -10,9 +10,11 @@
 #include <utility>
 
 #include "core/kernel.h"
+#include "kernels/common/isa.h"
 
 namespace dtorch {
 namespace kernels {
+inline namespace DTORCH_ISA {
 
 #if defined(__GNUC__)
 #define DTORCH_PRINTF_LIKE(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
@@ -210,5 +212,6 @@ void parallel_chunks(ThreadPool* pool, int64_t n, int64_t grain, F&& fn) {
   pool->parallel_for(chunks, std::move(body));
 }
 
+}  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch

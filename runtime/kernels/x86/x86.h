@@ -6,9 +6,10 @@
 // itself (at priority kX86KernelRank, above portable) only when the CPU supports AVX2 and FMA, from a
 // function compiled for the baseline x86-64 ISA (SSE2: nothing newer runs before the check).
 //
-// Inline functions from shared headers (util.h, activation.h, the standard library) are also emitted by these
-// AVX2 translation units; both build descriptions link the x86 objects after the portable ones, so the linker
-// keeps the baseline copies of those shared definitions.
+// Inline functions from the shared headers (kernels/common/) are also emitted by these AVX2 translation units; they
+// live in the inline namespace DTORCH_ISA (isa_x86 here, kernels/common/isa.h), so the linker can never pick this
+// set's copy for baseline code. tests/runtime/test_isa_isolation.py checks that the set's objects define no other
+// weak symbols.
 #pragma once
 
 #if !defined(__x86_64__) || !defined(__AVX2__) || !defined(__FMA__)
@@ -16,9 +17,15 @@
 #endif
 
 #include "core/kernel.h"
+#include "kernels/common/isa.h"
+
+#if !defined(DTORCH_KERNEL_ISA)
+#error "kernels/x86: the build must define DTORCH_KERNEL_ISA (kernel_set.json flags; see kernels/common/isa.h)"
+#endif
 
 namespace dtorch {
 namespace kernels {
+inline namespace DTORCH_ISA {
 
 // Whether this CPU runs the x86 kernel set. Compiled for the baseline ISA (no-sse3 also turns off everything
 // -mavx2 -mfma imply: SSSE3, SSE4.x, AVX, AVX2, FMA), as is the registration function below.
@@ -27,6 +34,7 @@ __attribute__((target("no-sse3"), noinline)) inline bool x86_avx2_fma_supported(
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
 }
 
+}  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch
 

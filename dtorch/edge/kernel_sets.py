@@ -1,0 +1,72 @@
+"""The ISA kernel sets of the runtime: every folder runtime/kernels/<set>/ that holds a kernel_set.json.
+
+A kernel set's files are compiled with extra ISA flags (e.g. -mavx2 -mfma) on top of the runtime's, and only for
+the architectures it names; each of its kernels registers itself at start-up only on a CPU that has the ISA.
+Every build of the runtime (setup.py for the Python module, SConstruct for dtorch-run, dtorch.edge.build_plan
+for a host board build) takes the sets from here, so adding a set touches no build code.
+
+Each set's flags also define DTORCH_KERNEL_ISA=isa_<name>: the inline namespace that keeps the set's copies of
+the shared kernel helpers apart from the baseline ones (runtime/kernels/common/isa.h).
+
+Standard library only: setup.py loads this file by path, before dtorch is installed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+__all__ = ["KernelSet", "KernelSetError", "host_arch", "kernel_sets"]
+
+_NAME = re.compile(r"^[a-z][a-z0-9_]*$")
+
+
+class KernelSetError(ValueError):
+    """A kernel_set.json that cannot be used (unreadable, malformed, or naming another folder)."""
+
+
+@dataclass(frozen=True)
+class KernelSet:
+    name: str                   # the folder's name = the set name kernels register under
+    folder: Path                # runtime/kernels/<name>
+    arch: tuple[str, ...]       # architectures it is built for (platform.machine() spelling: x86_64, aarch64)
+    isa_flags: tuple[str, ...]  # the ISA flags of its files
+
+    @property
+    def flags(self) -> tuple[str, ...]:
+        """Everything its files are compiled with on top of the runtime's flags."""
+        return (*self.isa_flags, f"-DDTORCH_KERNEL_ISA=isa_{self.name}")
+
+    def sources(self) -> list[Path]:
+        return sorted(self.folder.glob("*.cc"))
+
+
+def host_arch() -> str:
+    m = platform.machine().lower()
+    return {"amd64": "x86_64", "arm64": "aarch64"}.get(m, m)
+
+
+def kernel_sets(runtime_dir: str | os.PathLike[str], arch: str | None = None) -> list[KernelSet]:
+    """The ISA kernel sets under runtime_dir/kernels, by name; only those built for `arch` when it is given."""
+    out: list[KernelSet] = []
+    for desc in sorted(Path(runtime_dir, "kernels").glob("*/kernel_set.json")):
+        try:
+            data = json.loads(desc.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, json.JSONDecodeError) as e:
+            raise KernelSetError(f"cannot read {desc}: {e}") from None
+        name = data.get("name") if isinstance(data, dict) else None
+        if name != desc.parent.name or not isinstance(name, str) or not _NAME.match(name):
+            raise KernelSetError(f"{desc}: 'name' must be the folder's name {desc.parent.name!r}, got {name!r}")
+        archs, flags = data.get("arch"), data.get("flags")
+        if not (isinstance(archs, list) and archs and all(isinstance(a, str) for a in archs)):
+            raise KernelSetError(f"{desc}: 'arch' must be a non-empty list of architecture names")
+        if not (isinstance(flags, list) and all(isinstance(f, str) and f.startswith("-") for f in flags)):
+            raise KernelSetError(f"{desc}: 'flags' must be a list of compiler flags")
+        ks = KernelSet(name, desc.parent, tuple(archs), tuple(flags))
+        if arch is None or arch in ks.arch:
+            out.append(ks)
+    return out

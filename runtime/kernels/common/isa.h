@@ -1,0 +1,22 @@
+// DTORCH_ISA: the name of the inline namespace that holds every inline function of kernels/common/, so that a
+// kernel file compiled with extra ISA flags (kernels/x86: AVX2 + FMA, kernels/avx512: AVX-512) gets its own copy
+// of each helper under its own mangled name.
+//
+// Why: an inline function is emitted as a weak (COMDAT) symbol in every object file that does not inline it, and
+// the linker keeps one copy for the whole binary. Without distinct names, the copy it keeps can be the one from
+// an AVX-512 object, and a portable kernel calling it dies with SIGILL on a CPU without AVX-512 (seen:
+// kernels::parse_activation on an AVX2-only AMD EPYC). With an ISA-tagged inline namespace the AVX-512 copy is
+// kernels::isa_avx512::parse_activation, which only AVX-512 code calls. Callers write kernels::parse_activation
+// as before (the namespace is inline).
+//
+// The build defines DTORCH_KERNEL_ISA for the files of an ISA kernel set (setup.py and SConstruct: ISA flags);
+// every other file uses isa_baseline. The ISA sets' own headers refuse to compile without it, and
+// tests/runtime/test_isa_isolation.py checks the objects: an ISA object may define no weak symbol outside its
+// own namespaces.
+#pragma once
+
+#if defined(DTORCH_KERNEL_ISA)
+#define DTORCH_ISA DTORCH_KERNEL_ISA
+#else
+#define DTORCH_ISA isa_baseline
+#endif

@@ -1,0 +1,45 @@
+"""runtime/kernels/*/kernel_set.json: the ISA kernel sets every build of the runtime takes its per-set flags from."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from dtorch.edge.kernel_sets import KernelSetError, kernel_sets
+
+RUNTIME = Path(__file__).resolve().parents[2] / "runtime"
+
+
+def test_the_x86_64_sets_and_their_flags():
+    sets = {ks.name: ks for ks in kernel_sets(RUNTIME)}
+    assert {"x86", "avx2", "avx512"} <= set(sets)
+    assert "portable" not in sets and "common" not in sets  # the baseline files carry no set file
+    assert sets["avx512"].flags[-1] == "-DDTORCH_KERNEL_ISA=isa_avx512"
+    assert "-mavx512f" in sets["avx512"].flags and "-mfma" in sets["avx2"].flags
+    assert all(ks.sources() for ks in sets.values())
+    assert {ks.name for ks in kernel_sets(RUNTIME, "aarch64")} == set()  # boards never see the x86-64 sets
+    assert {ks.name for ks in kernel_sets(RUNTIME, "x86_64")} == {"x86", "avx2", "avx512"}
+
+
+def _write(tmp_path: Path, folder: str, text: str) -> Path:
+    d = tmp_path / "kernels" / folder
+    d.mkdir(parents=True)
+    (d / "kernel_set.json").write_text(text)
+    return tmp_path
+
+
+@pytest.mark.parametrize("folder,text,match", [
+    ("neon", "{not json", "cannot read"),
+    ("neon", json.dumps({"name": "sve", "arch": ["aarch64"], "flags": []}), "must be the folder's name 'neon'"),
+    ("neon", json.dumps({"name": "neon", "arch": [], "flags": []}), "'arch' must be a non-empty list"),
+    ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": ["O2"]}), "'flags' must be a list of compiler"),
+    ("Neon", json.dumps({"name": "Neon", "arch": ["aarch64"], "flags": []}), "must be the folder's name"),
+    ("neon", json.dumps(["neon"]), "must be the folder's name"),
+])
+def test_bad_kernel_set_files_are_named(tmp_path, folder, text, match):
+    root = _write(tmp_path, folder, text)
+    with pytest.raises(KernelSetError, match=match) as e:
+        kernel_sets(root)
+    assert "kernel_set.json" in str(e.value)
