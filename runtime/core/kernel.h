@@ -78,6 +78,7 @@ constexpr uint64_t optional_inputs(int slot, Rest... rest) {
 // only when built for that architecture and when the CPU they run on supports them.
 constexpr int kPortableKernelRank = 0;
 constexpr int kX86KernelRank = 10;
+constexpr int kAvx2KernelRank = 15;
 constexpr int kAvx512KernelRank = 20;
 
 struct KernelDef {

@@ -16,6 +16,7 @@
 #include "kernels/avx512/avx512.h"
 #include "kernels/avx512/gemm_avx512.h"
 #include "kernels/common/activation.h"
+#include "kernels/common/conv_geometry.h"
 #include "kernels/common/util.h"
 
 namespace dtorch {
@@ -30,44 +31,15 @@ const KernelDef* fallback() {
   return k;
 }
 
-struct Geo {
-  int64_t n, c, h, w, o, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow, groups, cg, og;
-  bool pointwise, depthwise, gemm;
-  kernels::Activation act;
+struct Geo : kernels::ConvGeometry {
+  bool depthwise, gemm;
 };
 
 // The geometry of inputs the fallback's infer has accepted (shapes and attributes are valid).
 Status geometry(const Attrs& attrs, const TensorView* in, const Shape& out, Geo* g) {
-  const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
-  int64_t stride[2] = {}, pad[4] = {}, dil[2] = {};
-  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "stride", 2, stride, one2));
-  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "padding", 4, pad, zero4));
-  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "dilation", 2, dil, one2));
-  DTORCH_RETURN_IF_ERROR(kernels::parse_activation(kOp, attrs, &g->act));
-  g->n = in[0].shape.dims[0];
-  g->c = in[0].shape.dims[1];
-  g->h = in[0].shape.dims[2];
-  g->w = in[0].shape.dims[3];
-  g->o = in[1].shape.dims[0];
-  g->kh = in[1].shape.dims[2];
-  g->kw = in[1].shape.dims[3];
-  g->groups = attrs.get_int("groups", 1);
-  g->cg = g->groups > 0 ? g->c / g->groups : 0;
-  g->og = g->groups > 0 ? g->o / g->groups : 0;
-  g->sh = stride[0];
-  g->sw = stride[1];
-  g->pt = pad[0];
-  g->pl = pad[2];
-  g->dh = dil[0];
-  g->dw = dil[1];
-  g->oh = out.dims[2];
-  g->ow = out.dims[3];
-  g->pointwise = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && pad[0] == 0 && pad[1] == 0 &&
-                 pad[2] == 0 && pad[3] == 0;
+  DTORCH_RETURN_IF_ERROR(kernels::conv_geometry(kOp, attrs, in, out, g));
   // 32-bit gather indices: a plane's positions (and a padded row offset) must fit.
-  constexpr int64_t k30 = int64_t{1} << 30;
-  const bool fits32 = g->h < k30 && g->w < k30 && g->h * g->w < k30 && g->w + g->kw * g->dw + g->pl < k30 &&
-                      g->h + g->kh * g->dh + g->pt < k30;
+  const bool fits32 = kernels::conv_fits_int32_offsets(*g);
   g->depthwise = g->cg == 1 && g->og == 1 && fits32;
   g->gemm = !g->depthwise && fits32;
   return Status::Ok();
@@ -305,8 +277,7 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
     return f->run(ctx, in, n_in, out, n_out);  // the fallback reports the error
   Geo g{};
   DTORCH_RETURN_IF_ERROR(geometry(*ctx.attrs, in, out[0].shape, &g));
-  if (g.groups < 1 || g.c % g.groups != 0 || g.o % g.groups != 0 || in[1].shape.dims[1] != g.cg ||
-      out[0].shape.dims[0] != g.n || out[0].shape.dims[1] != g.o || (!g.gemm && !g.depthwise))
+  if (!kernels::conv_shapes_agree(g, in, out[0]) || (!g.gemm && !g.depthwise))
     return f->run(ctx, in, n_in, out, n_out);  // other cases, or shapes infer did not accept: the fallback decides
   const float* x = in[0].as<const float>();
   const float* w = in[1].as<const float>();

@@ -7,6 +7,7 @@
 // Grouped and depthwise convolutions (incl. a single input channel, which portable runs as depthwise) are delegated to the portable kernel (infer and run), found through the
 // registry. Threads split im2col rows and GEMM output tiles only: results do not depend on the count.
 #include "kernels/common/activation.h"
+#include "kernels/common/conv_geometry.h"
 #include "kernels/common/util.h"
 #include "kernels/x86/gemm_avx2.h"
 #include "kernels/x86/x86.h"
@@ -22,38 +23,14 @@ const KernelDef* portable() {
   return k;
 }
 
-struct Geo {
-  int64_t n, c, h, w, o, kh, kw, sh, sw, pt, pl, dh, dw, oh, ow;
-  bool dense, pointwise;
-  kernels::Activation act;
+struct Geo : kernels::ConvGeometry {
+  bool dense;  // groups == 1 (c == 1 is portable's depthwise path)
 };
 
 // The geometry of inputs the portable infer has accepted (shapes and attributes are valid).
 Status geometry(const Attrs& attrs, const TensorView* in, const Shape& out, Geo* g) {
-  const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
-  int64_t stride[2] = {}, pad[4] = {}, dil[2] = {};
-  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "stride", 2, stride, one2));
-  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "padding", 4, pad, zero4));
-  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "dilation", 2, dil, one2));
-  DTORCH_RETURN_IF_ERROR(kernels::parse_activation(kOp, attrs, &g->act));
-  g->n = in[0].shape.dims[0];
-  g->c = in[0].shape.dims[1];
-  g->dense = attrs.get_int("groups", 1) == 1 && g->c != 1;  // c == 1 is portable's depthwise path
-  g->h = in[0].shape.dims[2];
-  g->w = in[0].shape.dims[3];
-  g->o = in[1].shape.dims[0];
-  g->kh = in[1].shape.dims[2];
-  g->kw = in[1].shape.dims[3];
-  g->sh = stride[0];
-  g->sw = stride[1];
-  g->pt = pad[0];
-  g->pl = pad[2];
-  g->dh = dil[0];
-  g->dw = dil[1];
-  g->oh = out.dims[2];
-  g->ow = out.dims[3];
-  g->pointwise = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && pad[0] == 0 && pad[1] == 0 &&
-                 pad[2] == 0 && pad[3] == 0;
+  DTORCH_RETURN_IF_ERROR(kernels::conv_geometry(kOp, attrs, in, out, g));
+  g->dense = g->groups == 1 && g->c != 1;
   return Status::Ok();
 }
 
@@ -73,16 +50,6 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
   return Status::Ok();
 }
 
-// Valid output columns [lo, hi) for kernel column offset `off`: 0 <= o * stride + off < size.
-inline void valid_range(int64_t off, int64_t stride, int64_t size, int64_t out, int64_t* lo, int64_t* hi) {
-  int64_t l = off >= 0 ? 0 : kernels::ceil_div(-off, stride);
-  int64_t h = (size - 1 - off) < 0 ? 0 : (size - 1 - off) / stride + 1;
-  if (h > out) h = out;
-  if (l > h) l = h;
-  *lo = l;
-  *hi = h;
-}
-
 // Rows [r0, r1) of the columns (C*kh*kw, OH*OW) of one image, in 16-column panels (pad columns zeroed).
 void im2col_rows(const Geo& g, const float* x, float* cols, int64_t r0, int64_t r1) {
   constexpr int64_t kNR = kernels::x86::kNR;
@@ -93,7 +60,7 @@ void im2col_rows(const Geo& g, const float* x, float* cols, int64_t r0, int64_t 
     const float* xc = x + c * g.h * g.w;
     float* dst = cols + r * kNR;  // column q at dst[(q / kNR) * panel + q % kNR]
     int64_t col_lo, col_hi;
-    valid_range(j * g.dw - g.pl, g.sw, g.w, g.ow, &col_lo, &col_hi);
+    kernels::conv_valid_range(j * g.dw - g.pl, g.sw, g.w, g.ow, &col_lo, &col_hi);
     int64_t q = 0;  // running output position
     for (int64_t oh = 0; oh < g.oh; ++oh) {
       const int64_t ih = oh * g.sh - g.pt + i * g.dh;

@@ -1,11 +1,15 @@
-"""The AVX-512 kernel set (runtime/kernels/avx512): FMA kernels registered above x86 and portable on CPUs with
-AVX-512 F/BW/DQ/VL, used by the "fast" kernel policy and never by "exact".
+"""The FMA kernel sets, used by the "fast" kernel policy and never by "exact": runtime/kernels/avx512 (AVX-512
+F/BW/DQ/VL, 12 x 32 register tiles) and runtime/kernels/avx2 (AVX2 + FMA, 4 x 24 register tiles), each registered
+above the bit-exact sets (x86, portable) on CPUs that have its ISA.
 
-Its documented tolerance (runtime/kernels/avx512/avx512.h): within 1e-5 x the output scale of a float64
-reference; identical bits for any thread count. The shapes below hit every edge of its GEMM (12 x 32 register
-tiles, partial row tiles, partial 32-column panels, K blocks of 256), its im2col gather (padding, stride,
-dilation, asymmetric padding), grouped convolutions and the depthwise kernel (stride 1 and 2 interior loads,
-border gathers, widths below one vector)."""
+Their documented tolerance (runtime/kernels/<set>/<set>.h): within 1e-5 x the output scale of a float64
+reference; identical bits for any thread count. The shapes below hit every edge of their GEMMs (partial row tiles,
+partial column panels, K blocks of 256), their im2col fills (padding, stride, dilation, asymmetric padding; the
+avx2 set's plain-load runs inside one output row and its gathers across rows), grouped convolutions and the
+depthwise kernels (stride 1 and 2 interior loads, border gathers, widths below one vector).
+
+A set this CPU lacks is skipped with the reason printed: QEMU cannot emulate AVX-512, so on an AVX2-only machine
+the avx512 set's tests run only on machines that have it."""
 
 from __future__ import annotations
 
@@ -18,29 +22,37 @@ import torch.nn.functional as F
 
 from .helpers import _C, assert_close, rand
 
+FMA_SETS = ("avx512", "avx2")
 
-def _avx512_active() -> tuple[bool, str]:
+
+def _why_inactive(kernel_set: str) -> str:
     if platform.machine().lower() not in ("x86_64", "amd64"):
-        return False, f"not an x86-64 machine ({platform.machine()}): the avx512 kernel set is not built"
+        return f"not an x86-64 machine ({platform.machine()}): the {kernel_set} kernel set is not built"
     sets = {(op, ks) for op, dt, ks, _ in _C.registered_kernel_sets() if dt == "float32"}
-    if ("conv2d", "avx512") not in sets:
-        return False, "this CPU lacks AVX-512 F/BW/DQ/VL (or the build lacks kernels/avx512): no avx512 kernels"
-    return True, ""
+    if ("conv2d", kernel_set) not in sets:
+        need = "AVX-512 F/BW/DQ/VL" if kernel_set == "avx512" else "AVX2 and FMA"
+        return f"this CPU lacks {need} (or the build lacks kernels/{kernel_set}): no {kernel_set} kernels"
+    return ""
 
 
-_ACTIVE, _WHY = _avx512_active()
-if not _ACTIVE:
-    print(f"test_avx512_kernels: skipped: {_WHY}")
-pytestmark = pytest.mark.skipif(not _ACTIVE, reason=_WHY)
+_WHY = {ks: _why_inactive(ks) for ks in FMA_SETS}
+for _ks, _why in _WHY.items():
+    if _why:
+        print(f"test_fma_kernels: {_ks} skipped: {_why}")
+KERNEL_SETS = [pytest.param(ks, marks=pytest.mark.skipif(bool(_WHY[ks]), reason=_WHY[ks]), id=ks) for ks in FMA_SETS]
 
 
-def test_avx512_ranks_above_x86_and_is_not_in_the_exact_policy():
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+def test_fma_set_ranks_above_the_exact_sets_and_is_not_in_the_exact_policy(kernel_set):
     sets = {(op, ks): prio for op, dt, ks, prio in _C.registered_kernel_sets() if dt == "float32"}
-    assert sets[("conv2d", "avx512")] > sets[("conv2d", "x86")] > sets[("conv2d", "portable")]
+    assert sets[("conv2d", kernel_set)] > sets[("conv2d", "x86")] > sets[("conv2d", "portable")]
+    if ("conv2d", "avx512") in sets and ("conv2d", "avx2") in sets:
+        assert sets[("conv2d", "avx512")] > sets[("conv2d", "avx2")]
+    best = max((ks for (op, ks) in sets if op == "conv2d"), key=lambda ks: sets[("conv2d", ks)])
     x, w = np.ones((1, 2, 5, 5), np.float32), np.ones((3, 2, 3, 3), np.float32)
     attrs = dict(stride=[1, 1], padding=[1, 1, 1, 1], dilation=[1, 1], groups=1)
     fast = _C.run_kernel("conv2d", attrs, [x, w, None])[0]
-    np.testing.assert_array_equal(fast, _C.run_kernel("conv2d", attrs, [x, w, None], kernel_set="avx512")[0])
+    np.testing.assert_array_equal(fast, _C.run_kernel("conv2d", attrs, [x, w, None], kernel_set=best)[0])
     exact = _C.run_kernel("conv2d", attrs, [x, w, None], kernels="exact")[0]
     np.testing.assert_array_equal(exact, _C.run_kernel("conv2d", attrs, [x, w, None], kernel_set="x86")[0])
     with pytest.raises(ValueError, match="kernels must be 'fast', 'exact' or 'portable'"):
@@ -73,12 +85,22 @@ CONV = [  # (N, C, H, W, O, kh, kw, stride, padding(t,b,l,r), dilation, groups)
     (1, 8, 33, 50, 8, 3, 3, (1, 2), (2, 1, 0, 3), (2, 2), 8),      # depthwise dilated, asymmetric padding
     (1, 5, 4, 3, 5, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 5),        # depthwise narrower than a vector
     (1, 3, 5, 5, 4, 5, 5, (1, 1), (0, 0, 0, 0), (1, 1), 1),        # one output position
+    (1, 3, 30, 48, 8, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1),      # OW = 24: avx2 panels = output rows (stride 2)
+    (1, 4, 9, 50, 5, 3, 3, (1, 1), (0, 0, 0, 0), (1, 1), 1),       # OW = 48, unpadded: plain-load runs
+    (2, 6, 7, 9, 13, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),       # OW = 9 < a panel: rows change inside panels
+    (1, 2, 6, 100, 3, 1, 3, (1, 2), (0, 0, 0, 1), (1, 1), 1),      # stride 2 runs ending at the padded edge
+    (1, 5, 13, 8, 5, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 5),       # depthwise 3x3, one vector a row: 6-row blocks
+    (1, 3, 11, 16, 3, 3, 3, (1, 1), (0, 2, 2, 0), (1, 1), 3),      # depthwise 3x3, 2 vectors x 3 rows, asymmetric
+    (2, 4, 9, 120, 4, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 4),      # depthwise 3x3, 15 vectors: 6 + 6 + 3 per row
+    (1, 3, 17, 130, 3, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 3),     # depthwise 3x3 stride 2, unmasked interior blocks
+    (1, 2, 9, 30, 2, 3, 3, (3, 2), (0, 1, 1, 0), (1, 1), 2),       # depthwise 3x3, row stride 3, column stride 2
 ]
 
 
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
 @pytest.mark.parametrize("case", CONV)
 @pytest.mark.parametrize("act", ["none", "relu", "relu6", "hardtanh", "silu"])
-def test_conv2d_avx512_within_tolerance_and_thread_invariant(case, act):
+def test_conv2d_fma_within_tolerance_and_thread_invariant(kernel_set, case, act):
     n, c, h, w, o, kh, kw, stride, pad, dil, groups = case
     rng = np.random.default_rng(n + c * 7 + h * 31 + o * 101 + kh)
     x, wt, b = rand(rng, n, c, h, w), rand(rng, o, c // groups, kh, kw), rand(rng, o)
@@ -86,25 +108,26 @@ def test_conv2d_avx512_within_tolerance_and_thread_invariant(case, act):
     if act == "hardtanh":
         attrs.update(min_val=-0.5, max_val=0.25)
     for bias in (b, None):
-        one = _C.run_kernel("conv2d", attrs, [x, wt, bias], kernel_set="avx512")[0]
+        one = _C.run_kernel("conv2d", attrs, [x, wt, bias], kernel_set=kernel_set)[0]
         pre = _conv_ref64(x, wt, bias, stride, pad, dil, groups, "none")  # the scale of the accumulated sums
         assert_close(one, _conv_ref64(x, wt, bias, stride, pad, dil, groups, act),
                      scale=float(np.abs(pre).max()) if pre.size else 1.0)
         for t in (2, 3):
             np.testing.assert_array_equal(_C.run_kernel("conv2d", attrs, [x, wt, bias], threads=t,
-                                                        kernel_set="avx512")[0], one)
+                                                        kernel_set=kernel_set)[0], one)
         # weights packed at load (a session's constant weights) or at run time: the same bits
-        np.testing.assert_array_equal(_C.run_kernel("conv2d", attrs, [x, wt, bias], kernel_set="avx512",
+        np.testing.assert_array_equal(_C.run_kernel("conv2d", attrs, [x, wt, bias], kernel_set=kernel_set,
                                                     prepare=False)[0], one)
 
 
-def test_conv2d_avx512_nan_inf_and_relu():
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+def test_conv2d_fma_nan_inf_and_relu(kernel_set):
     rng = np.random.default_rng(5)
     for groups, o in ((1, 9), (6, 6)):
         x, wt = rand(rng, 1, 6, 9, 11), rand(rng, o, 6 // groups, 3, 3)
         x[0, 1, 4, 5], x[0, 3, 0, 0] = np.nan, np.inf
         attrs = dict(stride=[1, 1], padding=[1, 1, 1, 1], dilation=[1, 1], groups=groups, activation="relu")
-        fast = _C.run_kernel("conv2d", attrs, [x, wt, None], kernel_set="avx512")[0]
+        fast = _C.run_kernel("conv2d", attrs, [x, wt, None], kernel_set=kernel_set)[0]
         ref = _C.run_kernel("conv2d", attrs, [x, wt, None], kernel_set="portable")[0]
         np.testing.assert_array_equal(np.isnan(fast), np.isnan(ref))   # relu passes NaN through, as portable
         finite = np.isfinite(ref)
@@ -112,26 +135,29 @@ def test_conv2d_avx512_nan_inf_and_relu():
         assert_close(np.where(finite, fast, 0), np.where(finite, ref, 0))
 
 
-def test_conv2d_avx512_leaky_relu_and_gelu_epilogue():
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+def test_conv2d_fma_leaky_relu_and_gelu_epilogue(kernel_set):
     rng = np.random.default_rng(8)
     x, wt, b = rand(rng, 2, 10, 13, 14), rand(rng, 21, 10, 3, 3), rand(rng, 21)
     for act, extra in (("leaky_relu", dict(alpha=0.1)), ("gelu", {})):
         attrs = dict(stride=[1, 1], padding=[1, 1, 1, 1], dilation=[1, 1], groups=1, activation=act, **extra)
-        got = _C.run_kernel("conv2d", attrs, [x, wt, b], kernel_set="avx512")[0]
+        got = _C.run_kernel("conv2d", attrs, [x, wt, b], kernel_set=kernel_set)[0]
         assert_close(got, _conv_ref64(x, wt, b, (1, 1), (1, 1, 1, 1), (1, 1), 1, act))
 
 
-def test_conv2d_avx512_errors_are_the_portable_errors():
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+def test_conv2d_fma_errors_are_the_portable_errors(kernel_set):
     x, w = np.zeros((1, 4, 5, 5), np.float32), np.zeros((3, 3, 3, 3), np.float32)  # weight expects 3 channels
     attrs = dict(stride=[1, 1], padding=[0, 0, 0, 0], dilation=[1, 1], groups=1)
     with pytest.raises(ValueError) as fast:
-        _C.run_kernel("conv2d", attrs, [x, w, None], kernel_set="avx512")
+        _C.run_kernel("conv2d", attrs, [x, w, None], kernel_set=kernel_set)
     with pytest.raises(ValueError) as ref:
         _C.run_kernel("conv2d", attrs, [x, w, None], kernel_set="portable")
     assert str(fast.value) == str(ref.value)
 
 
-def test_conv2d_avx512_empty_output():
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+def test_conv2d_fma_empty_output(kernel_set):
     x, w = np.zeros((0, 4, 5, 5), np.float32), np.ones((3, 4, 3, 3), np.float32)
     attrs = dict(stride=[1, 1], padding=[0, 0, 0, 0], dilation=[1, 1], groups=1)
-    assert _C.run_kernel("conv2d", attrs, [x, w, None], kernel_set="avx512")[0].shape == (0, 3, 3, 3)
+    assert _C.run_kernel("conv2d", attrs, [x, w, None], kernel_set=kernel_set)[0].shape == (0, 3, 3, 3)

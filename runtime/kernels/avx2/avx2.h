@@ -1,0 +1,75 @@
+// The x86-64 AVX2 + FMA kernel set ("avx2"): fused multiply-add kernels for the operators where the arithmetic
+// dominates (conv2d incl. depthwise and grouped), registered only on CPUs with AVX2 and FMA. It is what the "fast"
+// policy runs on AVX2 CPUs without AVX-512 (where kernels/avx512 ranks above it).
+//
+// Numerics: these kernels use FMA and their own accumulation order, so their bits differ from the portable
+// kernels' (DESIGN.md "Numerics": SIMD kernel sets may differ from portable within a documented tolerance). The
+// documented tolerance, pinned by tests/runtime/kernels/test_avx2_kernels.py against float64: every output within
+// 1e-5 x the output scale, as the portable kernels. What they keep: each output is computed by a fixed sequence of
+// operations that depends only on the shapes (never on the thread count or on how work is split), so threads=1
+// and threads=N give identical bits, run to run. The "exact" policy never takes this set (kernels/x86 is the
+// bit-exact AVX2 set).
+//
+// Build: the files of kernels/avx2/ are compiled only for x86-64, with kernel_set.json's -mavx2 -mfma (still
+// -ffp-contract=off: the FMAs here are explicit) and DTORCH_KERNEL_ISA=isa_avx2 (kernels/common/isa.h).
+// Registration runs from baseline-ISA code.
+#pragma once
+
+#if !defined(__x86_64__) || !defined(__AVX2__) || !defined(__FMA__)
+#error "kernels/avx2 is built only for x86-64, with -mavx2 -mfma"
+#endif
+
+#include <immintrin.h>
+
+#include "core/kernel.h"
+#include "kernels/common/isa.h"
+
+#if !defined(DTORCH_KERNEL_ISA)
+#error "kernels/avx2: the build must define DTORCH_KERNEL_ISA (kernel_set.json flags; see kernels/common/isa.h)"
+#endif
+
+namespace dtorch {
+namespace kernels {
+inline namespace DTORCH_ISA {
+
+// Whether this CPU runs the avx2 kernel set. Baseline ISA (no-sse3 turns off everything -mavx2 -mfma imply).
+__attribute__((target("no-sse3"), noinline)) inline bool avx2_fma_supported() {
+  __builtin_cpu_init();  // may run before libgcc's own constructor (static initialization order)
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
+}
+
+}  // inline namespace DTORCH_ISA
+}  // namespace kernels
+}  // namespace dtorch
+
+namespace dtorch {
+namespace kernels {
+namespace avx2 {
+
+// Even floats of s[0 .. 16): [s0 s2 s4 s6 s8 s10 s12 s14].
+inline __m256 even_floats(__m256 lo, __m256 hi) {
+  const __m256 sh = _mm256_shuffle_ps(lo, hi, 0x88);  // lo0 lo2 hi0 hi2 | lo4 lo6 hi4 hi6
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(sh), 0xD8));
+}
+
+// Odd floats of s[0 .. 16): [s1 s3 ... s15].
+inline __m256 odd_floats(__m256 lo, __m256 hi) {
+  const __m256 sh = _mm256_shuffle_ps(lo, hi, 0xDD);
+  return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(sh), 0xD8));
+}
+
+}  // namespace avx2
+}  // namespace kernels
+}  // namespace dtorch
+
+// DTORCH_REGISTER_AVX2_KERNEL: as DTORCH_REGISTER_KERNEL, in the "avx2" set (not bit-exact), and only on CPUs with
+// AVX2 and FMA. One per file. The optional last argument is the kernel's prepare function (core/kernel.h).
+#define DTORCH_REGISTER_AVX2_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out, ...)                  \
+  __attribute__((target("no-sse3"), noinline)) static bool dtorch_avx2_register_kernel() {                       \
+    if (!::dtorch::kernels::avx2_fma_supported()) return false;                                                 \
+    return ::dtorch::register_kernel(::dtorch::KernelDef{op, dtype, infer, run,                                 \
+                                                         ::dtorch::KernelArity{min_in, max_in, optional, n_out}, \
+                                                         "avx2", ::dtorch::kAvx2KernelRank, false,              \
+                                                         __VA_ARGS__});                                         \
+  }                                                                                                             \
+  static const bool dtorch_avx2_kernel_registered = dtorch_avx2_register_kernel()

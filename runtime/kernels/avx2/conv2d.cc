@@ -1,0 +1,351 @@
+// conv2d, x86-64 AVX2 FMA kernel set (kernels/avx2/avx2.h: FMA, within 1e-5 x output scale of portable and
+// eager; identical bits for any thread count).
+//
+// Dense and grouped convolutions: per image and group, the FMA GEMM of kernels/avx2/gemm_fma.h, weights
+// (Og x Cg*kh*kw, packed once when the session loads: `prepare`; into scratch at run time when the weight is not a
+// constant) times the im2col columns, which the GEMM's fill step writes block by block (24 output positions x up to
+// 256 kernel rows) into a buffer that stays in L1: the columns are never written to memory. The fill goes tap by
+// tap (kernel row and column), working out where the tap's 24 inputs lie once for every channel: plain loads of
+// consecutive floats (stride 1) or of every other float (stride 2) of an input row, masked where a panel crosses
+// an output row or meets the padding; gathers for other strides (Im2col). A 1x1 stride-1 unpadded convolution
+// copies input rows. Bias and the fused activation are applied in the GEMM (bias first, then the taps).
+// Depthwise convolutions (one input and one output channel per group): direct kernels, 8 output columns per
+// vector, taps in (row, column) order with one FMA each starting from the bias: for 3x3 undilated ones with column
+// stride 1 or 2, blocks of up to 6 independent vectors with the weights in registers (dw3x3_planes); others 4 rows
+// at a time with masked loads or gathers per tap (depthwise_plane).
+// Threads split GEMM work units or output planes only.
+// Planes whose positions do not fit 32-bit gather indices run the best bit-exact kernel (x86 or portable).
+#include <immintrin.h>
+
+#include "kernels/avx2/avx2.h"
+#include "kernels/avx2/depthwise_fma.h"
+#include "kernels/avx2/gemm_fma.h"
+#include "kernels/common/activation.h"
+#include "kernels/common/conv_geometry.h"
+#include "kernels/common/util.h"
+
+namespace dtorch {
+namespace {
+
+using kernels::op_error;
+namespace k2 = kernels::avx2;
+constexpr const char* kOp = "conv2d";
+
+const KernelDef* fallback() {
+  static const KernelDef* k = find_kernel(kOp, DType::kFloat32, KernelPolicy::kExact);
+  return k;
+}
+
+struct Geo : kernels::ConvGeometry {
+  bool depthwise, gemm;
+};
+
+// The geometry of inputs the fallback's infer has accepted (shapes and attributes are valid).
+Status geometry(const Attrs& attrs, const TensorView* in, const Shape& out, Geo* g) {
+  DTORCH_RETURN_IF_ERROR(kernels::conv_geometry(kOp, attrs, in, out, g));
+  // 32-bit gather indices: a plane's positions (and a padded row offset) must fit.
+  const bool fits32 = kernels::conv_fits_int32_offsets(*g);
+  g->depthwise = g->cg == 1 && g->og == 1 && fits32;
+  g->gemm = !g->depthwise && fits32;
+  return Status::Ok();
+}
+
+size_t gemm_scratch(const Geo& g) {  // the packed weights of every group
+  return static_cast<size_t>(k2::packed_a_floats(g.og, g.cg * g.kh * g.kw) * g.groups) * sizeof(float);
+}
+
+Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
+  const KernelDef* f = fallback();
+  if (f == nullptr) return op_error(StatusCode::kInternal, kOp, "no bit-exact kernel is registered");
+  DTORCH_RETURN_IF_ERROR(f->infer(attrs, in, n_in, out, n_out, scratch_bytes));
+  Geo g{};
+  DTORCH_RETURN_IF_ERROR(geometry(attrs, in, out[0], &g));
+  if (g.gemm) *scratch_bytes = gemm_scratch(g);
+  if (g.depthwise) *scratch_bytes = 0;
+  return Status::Ok();
+}
+
+// --- dense / grouped: the im2col fill of the GEMM ---------------------------------------------------------
+
+
+// Columns of one image and group: B[r][q] for kernel row r = (c, i, j) and output position q = (oh, ow) is
+// x[c][oh * sh - pt + i * dh][ow * sw - pl + j * dw], 0 outside the image.
+//
+// The fill goes tap by tap (i, j). A panel's 24 positions fall into runs that share an output row; for one tap,
+// the part of a run whose inputs lie inside the image reads consecutive floats of one input row (stride 1) or
+// every other one (stride 2). Each vector of 8 positions is the OR of one masked load per run it meets (usually
+// one; two where the panel crosses an output row), or a plain load where the run covers all 8 lanes with reads
+// inside the row. Where those loads start and which lanes they keep depends on the tap only, so it is worked out
+// once per tap and used for every input channel. Other strides gather.
+struct Im2col {
+  const Geo* g;
+  const float* x;  // the group's first input channel
+
+  static constexpr int kNR = k2::kNR, kNV = k2::kNV;
+  static constexpr int kMaxRuns = kNR;  // a run holds at least one position
+
+  struct Run {
+    int64_t oh, ow;  // the output row and column of its first position
+    int a, b;        // its panel lanes [a, b)
+  };
+  struct Load {       // one vector's load of one run, for one tap
+    __m256i m0, m1;   // kept lanes (stride 2: of floats [0, 8) and [8, 16))
+    __m256i mo;       // kept lanes of the vector
+    int64_t off;      // input offset (within a channel) of lane 0's float (stride 2: of the 16 floats' first)
+    bool full;        // every lane kept and every float read inside the row: a plain load
+    bool in_plane;    // every float a plain load reads lies in the channel's plane: a plain load ANDed with mo
+  };
+
+  void operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
+    if (g->sw == 1) return runs<1>(j0, nr, k0, kc, dst);
+    if (g->sw == 2) return runs<2>(j0, nr, k0, kc, dst);
+    gather(j0, nr, k0, kc, dst);
+  }
+
+  template <int SW>
+  void runs(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
+    const Geo& G = *g;
+    Run runs[kMaxRuns];
+    int n_runs = 0;
+    for (int q = 0; q < nr;) {
+      const int64_t p = j0 + q, oh = p / G.ow, ow = p % G.ow;
+      const int len = static_cast<int>(G.ow - ow < nr - q ? G.ow - ow : nr - q);
+      runs[n_runs++] = Run{oh, ow, q, q + len};
+      q += len;
+    }
+    const int64_t taps = G.kh * G.kw, plane = G.h * G.w;
+    const int64_t c_begin = k0 / taps, c_end = (k0 + kc - 1) / taps + 1;  // channels with rows in [k0, k0 + kc)
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    Load loads[kNV][kMaxRuns];  // per vector, the loads of the runs it meets
+    int n_loads[kNV];
+    for (int64_t t = 0; t < taps; ++t) {
+      const int64_t i = t / G.kw, j = t % G.kw;
+      // A whole panel inside one input row: plain loads, nothing to work out.
+      if (n_runs == 1 && nr == kNR) {
+        const int64_t ih = runs[0].oh * G.sh - G.pt + i * G.dh, iw0 = runs[0].ow * SW - G.pl + j * G.dw;
+        if (ih >= 0 && ih < G.h && iw0 >= 0 && iw0 + kNR * SW - 1 < G.w) {
+          const float* s0 = x + ih * G.w + iw0;
+          for (int64_t c = c_begin; c < c_end; ++c) {
+            const int64_t r = c * taps + t - k0;
+            if (r < 0 || r >= kc) continue;
+            const float* s = s0 + c * plane;
+            float* d = dst + r * kNR;
+            for (int v = 0; v < kNV; ++v) {
+              const float* sv = s + 8 * v * SW;
+              const __m256 val =
+                  SW == 1 ? _mm256_loadu_ps(sv) : k2::even_floats(_mm256_loadu_ps(sv), _mm256_loadu_ps(sv + 8));
+              _mm256_store_ps(d + 8 * v, val);
+            }
+          }
+          continue;
+        }
+      }
+      for (int v = 0; v < kNV; ++v) n_loads[v] = 0;
+      for (int k = 0; k < n_runs; ++k) {
+        const Run& ru = runs[k];
+        const int64_t ih = ru.oh * G.sh - G.pt + i * G.dh;
+        if (ih < 0 || ih >= G.h) continue;
+        const int64_t iw0 = ru.ow * SW - G.pl + j * G.dw;  // input column of lane a
+        // lanes a + u, u in [lo, hi), read columns iw0 + u * SW inside [0, W) (SW = 1 or 2: no division)
+        const int64_t len = ru.b - ru.a;
+        int64_t lo = iw0 >= 0 ? 0 : (SW == 1 ? -iw0 : (1 - iw0) >> 1);
+        int64_t hi = G.w - 1 - iw0 < 0 ? 0 : (SW == 1 ? G.w - iw0 : ((G.w - 1 - iw0) >> 1) + 1);
+        if (hi > len) hi = len;
+        if (lo >= hi) continue;
+        const int qa = ru.a + static_cast<int>(lo), qb = ru.a + static_cast<int>(hi);
+        const int64_t lane0 = ih * G.w + iw0 - ru.a * SW;  // where lane 0 would read
+        for (int v = qa / 8; v * 8 < qb; ++v) {
+          Load& L = loads[v][n_loads[v]++];
+          L.off = lane0 + 8 * v * SW;
+          const int la = qa - 8 * v, lb = qb - 8 * v;  // kept lanes [la, lb) of this vector (may reach past 0..8)
+          const int64_t first = iw0 + (8 * v - ru.a) * SW;  // input column of this vector's lane 0
+          const int64_t last = first + (SW == 1 ? 7 : 15);  // of its last float read by a plain load
+          L.full = la <= 0 && lb >= 8 && first >= 0 && last < G.w;
+          L.in_plane = L.off >= 0 && L.off + (SW == 1 ? 8 : 16) <= plane;
+          const __m256i lo_l = _mm256_set1_epi32(la), hi_l = _mm256_set1_epi32(lb);
+          L.mo = _mm256_andnot_si256(_mm256_cmpgt_epi32(lo_l, lanes), _mm256_cmpgt_epi32(hi_l, lanes));
+          if (SW == 1) {
+            L.m0 = L.mo;
+          } else {  // float e of the 16 belongs to lane e / 2 and is kept when e is even
+            const __m256i even_lane0 = _mm256_setr_epi32(0, -1, 1, -1, 2, -1, 3, -1);
+            const __m256i even_lane1 = _mm256_setr_epi32(4, -1, 5, -1, 6, -1, 7, -1);
+            const __m256i odd = _mm256_setr_epi32(0, -1, 0, -1, 0, -1, 0, -1);
+            L.m0 = _mm256_andnot_si256(_mm256_or_si256(odd, _mm256_cmpgt_epi32(lo_l, even_lane0)),
+                                       _mm256_cmpgt_epi32(hi_l, even_lane0));
+            L.m1 = _mm256_andnot_si256(_mm256_or_si256(odd, _mm256_cmpgt_epi32(lo_l, even_lane1)),
+                                       _mm256_cmpgt_epi32(hi_l, even_lane1));
+          }
+        }
+      }
+      for (int64_t c = c_begin; c < c_end; ++c) {
+        const int64_t r = c * taps + t - k0;
+        if (r < 0 || r >= kc) continue;
+        const float* xc = x + c * plane;
+        float* d = dst + r * kNR;
+        for (int v = 0; v < kNV; ++v) {
+          __m256 out = _mm256_setzero_ps();
+          for (int l = 0; l < n_loads[v]; ++l) {
+            const Load& L = loads[v][l];
+            const float* s = xc + L.off;
+            __m256 val;
+            if (L.full || L.in_plane) {  // plain loads (the lanes outside the run are cleared below)
+              val = SW == 1 ? _mm256_loadu_ps(s) : k2::even_floats(_mm256_loadu_ps(s), _mm256_loadu_ps(s + 8));
+              if (!L.full) val = _mm256_and_ps(val, _mm256_castsi256_ps(L.mo));
+            } else if (SW == 1) {  // masked-off lanes are never read
+              val = _mm256_maskload_ps(s, L.m0);
+            } else {
+              val = k2::even_floats(_mm256_maskload_ps(s, L.m0), _mm256_maskload_ps(s + 8, L.m1));
+            }
+            out = _mm256_or_ps(out, val);  // runs keep disjoint lanes; the others are +0
+          }
+          _mm256_store_ps(d + 8 * v, out);
+        }
+      }
+    }
+  }
+
+  // Strides above 2: masked gathers.
+  void gather(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
+    const Geo& G = *g;
+    alignas(32) int32_t ih0[kNR], iw0[kNR];
+    for (int q = 0; q < kNR; ++q) {
+      const int64_t p = j0 + (q < nr ? q : nr - 1);
+      ih0[q] = static_cast<int32_t>((p / G.ow) * G.sh - G.pt);
+      iw0[q] = static_cast<int32_t>((p % G.ow) * G.sw - G.pl);
+    }
+    const __m256i H = _mm256_set1_epi32(static_cast<int32_t>(G.h)), W = _mm256_set1_epi32(static_cast<int32_t>(G.w));
+    const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+    const int64_t taps = G.kh * G.kw, plane = G.h * G.w;
+    const int64_t c_begin = k0 / taps, c_end = (k0 + kc - 1) / taps + 1;
+    for (int64_t t = 0; t < taps; ++t) {
+      const int64_t i = t / G.kw, j = t % G.kw;
+      __m256i idx[kNV], valid[kNV];
+      const __m256i di = _mm256_set1_epi32(static_cast<int32_t>(i * G.dh));
+      const __m256i dj = _mm256_set1_epi32(static_cast<int32_t>(j * G.dw));
+      for (int v = 0; v < kNV; ++v) {
+        const __m256i ih = _mm256_add_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(ih0 + 8 * v)), di);
+        const __m256i iw = _mm256_add_epi32(_mm256_load_si256(reinterpret_cast<const __m256i*>(iw0 + 8 * v)), dj);
+        // 0 <= ih < H and 0 <= iw < W and q < nr (signed compares; H, W < 2^30)
+        const __m256i in_h = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), ih),
+                                                 _mm256_cmpgt_epi32(H, ih));
+        const __m256i in_w = _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), iw),
+                                                 _mm256_cmpgt_epi32(W, iw));
+        const __m256i in_q = _mm256_cmpgt_epi32(_mm256_set1_epi32(nr - 8 * v), lanes);
+        valid[v] = _mm256_and_si256(_mm256_and_si256(in_h, in_w), in_q);
+        idx[v] = _mm256_add_epi32(_mm256_mullo_epi32(ih, W), iw);
+      }
+      for (int64_t c = c_begin; c < c_end; ++c) {
+        const int64_t r = c * taps + t - k0;
+        if (r < 0 || r >= kc) continue;
+        const float* xc = x + c * plane;
+        for (int v = 0; v < kNV; ++v)
+          _mm256_store_ps(dst + r * kNR + 8 * v, _mm256_mask_i32gather_ps(_mm256_setzero_ps(), xc, idx[v],
+                                                                          _mm256_castsi256_ps(valid[v]), 4));
+      }
+    }
+  }
+};
+
+// 1x1, stride 1, no padding: B[r][q] = x[r][q] (the input plane is the column matrix).
+struct Rows {
+  const float* x;
+  int64_t ld;  // H * W
+  void operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
+    constexpr int kNR = k2::kNR, kNV = k2::kNV;
+    const k2::RowMasks mk(nr);
+    for (int64_t r = 0; r < kc; ++r) {
+      const float* s = x + (k0 + r) * ld + j0;
+      if (nr == kNR) {
+        for (int v = 0; v < kNV; ++v) _mm256_store_ps(dst + r * kNR + 8 * v, _mm256_loadu_ps(s + 8 * v));
+      } else {
+        for (int v = 0; v < kNV; ++v) _mm256_store_ps(dst + r * kNR + 8 * v, _mm256_maskload_ps(s + 8 * v, mk.m[v]));
+      }
+    }
+  }
+};
+
+// The weights of every group packed for the GEMM (pack_a panels, group after group): ap must hold gemm_scratch(g).
+void pack_weights(ThreadPool* pool, int64_t groups, int64_t og, int64_t kg, const float* w, float* ap) {
+  const int64_t tiles = kernels::ceil_div(og, k2::kMR), per_group = k2::packed_a_floats(og, kg);
+  kernels::parallel_chunks(pool, groups * tiles, 1, [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      const int64_t grp = u / tiles, t = u % tiles;
+      k2::pack_a(w + grp * og * kg, kg, 1, og, kg, t, t + 1, ap + grp * per_group);
+    }
+  });
+}
+
+// Load time: a constant weight of a dense or grouped convolution is packed once (depthwise weights are used as
+// they are). Nothing is kept when the weight is not a constant or the shapes are not ones infer would accept.
+Status prepare(const Attrs& attrs, const TensorView* in, int n_in, void* dst, size_t* bytes) {
+  *bytes = 0;
+  if (n_in < 2 || in[1].data == nullptr || in[1].dtype != DType::kFloat32 || in[1].shape.ndim != 4) return Status::Ok();
+  const int64_t groups = attrs.get_int("groups", 1);
+  const int64_t o = in[1].shape.dims[0], cg = in[1].shape.dims[1], kh = in[1].shape.dims[2], kw = in[1].shape.dims[3];
+  if (groups < 1 || o < 1 || o % groups != 0 || cg < 1 || kh < 1 || kw < 1) return Status::Ok();
+  const int64_t og = o / groups;
+  if (cg == 1 && og == 1) return Status::Ok();  // depthwise
+  int64_t kg = 0, floats = 0;
+  if (!kernels::checked_mul(cg, kh * kw, &kg) ||
+      !kernels::checked_mul(k2::packed_a_floats(og, kg), groups, &floats) || floats > (int64_t{1} << 40))
+    return Status::Ok();
+  *bytes = static_cast<size_t>(floats) * sizeof(float);
+  if (dst != nullptr) pack_weights(nullptr, groups, og, kg, in[1].as<const float>(), static_cast<float*>(dst));
+  return Status::Ok();
+}
+
+void run_gemm(const KernelContext& ctx, const Geo& g, const float* x, const float* w, const float* bias, float* y) {
+  const int64_t kg = g.cg * g.kh * g.kw, ohw = g.oh * g.ow;
+  const int64_t per_group = k2::packed_a_floats(g.og, kg);
+  const float* ap = static_cast<const float*>(ctx.prepared);
+  if (ap == nullptr || ctx.prepared_bytes != gemm_scratch(g)) {  // not prepared at load: pack into scratch now
+    pack_weights(ctx.pool, g.groups, g.og, kg, w, static_cast<float*>(ctx.scratch));
+    ap = static_cast<const float*>(ctx.scratch);
+  }
+  for (int64_t n = 0; n < g.n; ++n) {
+    for (int64_t grp = 0; grp < g.groups; ++grp) {
+      const float* xg = x + (n * g.c + grp * g.cg) * g.h * g.w;
+      float* yg = y + (n * g.o + grp * g.og) * ohw;
+      kernels::Epilogue ep;
+      ep.bias = bias == nullptr ? nullptr : bias + grp * g.og;
+      ep.bias_per_row = true;
+      ep.act = g.act;
+      if (g.pointwise)
+        k2::gemm(ctx.pool, g.og, ohw, kg, ap + grp * per_group, Rows{xg, ohw}, yg, ohw, ep);
+      else
+        k2::gemm(ctx.pool, g.og, ohw, kg, ap + grp * per_group, Im2col{&g, xg}, yg, ohw, ep);
+    }
+  }
+}
+
+Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
+  const KernelDef* f = fallback();
+  if (f == nullptr) return op_error(StatusCode::kInternal, kOp, "no bit-exact kernel is registered");
+  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
+  DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 2, 3));
+  if (in[0].shape.ndim != 4 || in[1].shape.ndim != 4 || out[0].shape.ndim != 4)
+    return f->run(ctx, in, n_in, out, n_out);  // the fallback reports the error
+  Geo g{};
+  DTORCH_RETURN_IF_ERROR(geometry(*ctx.attrs, in, out[0].shape, &g));
+  if (!kernels::conv_shapes_agree(g, in, out[0]) || (!g.gemm && !g.depthwise))
+    return f->run(ctx, in, n_in, out, n_out);  // other cases, or shapes infer did not accept: the fallback decides
+  const float* x = in[0].as<const float>();
+  const float* w = in[1].as<const float>();
+  const float* bias = kernels::optional_present(in, n_in, 2) ? in[2].as<const float>() : nullptr;
+  float* y = out[0].as<float>();
+  if (out[0].shape.numel() == 0) return Status::Ok();
+  if (g.depthwise) {
+    k2::depthwise(ctx.pool, g, x, w, bias, y);
+    return Status::Ok();
+  }
+  const size_t need = gemm_scratch(g);
+  if (ctx.scratch_bytes < need)
+    return op_error(StatusCode::kInternal, kOp, "scratch of %zu bytes is smaller than the %zu bytes infer asked for",
+                    ctx.scratch_bytes, need);
+  run_gemm(ctx, g, x, w, bias, y);
+  return Status::Ok();
+}
+
+}  // namespace
+DTORCH_REGISTER_AVX2_KERNEL("conv2d", DType::kFloat32, infer, run, 2, 3, ::dtorch::optional_inputs(2), 1, prepare);
+}  // namespace dtorch

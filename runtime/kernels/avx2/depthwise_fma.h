@@ -1,0 +1,306 @@
+// The depthwise convolutions of the avx2 kernel set (conv2d with one input and one output channel per group).
+// Header-only, included by kernels/avx2/conv2d.cc only.
+//
+// Direct kernels, 8 output columns per vector. Every output starts at its bias and adds its taps in (row, column)
+// order with one FMA each, skipping input rows outside the image and adding +0 (a masked-off load) for columns
+// outside it, so its bits depend only on the shapes (never on threads or blocking).
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/avx2/avx2.h"
+#include "kernels/avx2/gemm_fma.h"
+#include "kernels/common/activation.h"
+#include "kernels/common/conv_geometry.h"
+#include "kernels/common/util.h"
+
+namespace dtorch {
+namespace kernels {
+namespace avx2 {
+
+// The clamp activations in registers (*done = true); others are applied to the stored row afterwards.
+inline __m256 activate(const Activation& a, __m256 v, bool* done) {
+  *done = true;
+  switch (a.kind) {
+    case ActKind::kNone: return v;
+    case ActKind::kRelu: return clamp_lo(_mm256_setzero_ps(), v);
+    case ActKind::kRelu6: return clamp_hi(_mm256_set1_ps(6.0f), clamp_lo(_mm256_setzero_ps(), v));
+    case ActKind::kHardtanh:
+      return clamp_hi(_mm256_set1_ps(a.hi), clamp_lo(_mm256_set1_ps(a.lo), v));
+    default: *done = false; return v;
+  }
+}
+
+// One output plane (image n, channel c), kDwRows output rows at a time (independent accumulator chains), 8 output
+// columns per vector. Every output starts at the bias and adds its taps in (row, column) order, one FMA each, so
+// its result does not depend on how rows are blocked. Stride 1: each tap is one masked load whose mask drops the
+// positions outside the row (masked-off lanes are never read). Stride 2: vectors inside the row load 15 floats
+// and keep the even ones. Border vectors of other strides gather their valid positions.
+constexpr int kDwRows = 4;
+
+inline void depthwise_plane(const ConvGeometry& g, const float* xp, const float* wc, float b, float* yp) {
+  const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  const __m256i W = _mm256_set1_epi32(static_cast<int32_t>(g.w));
+  const __m256i lane_off = _mm256_mullo_epi32(lanes, _mm256_set1_epi32(static_cast<int32_t>(g.sw)));
+  const __m256i zero_i = _mm256_setzero_si256();
+  for (int64_t oh0 = 0; oh0 < g.oh; oh0 += kDwRows) {
+    const int rows = static_cast<int>(g.oh - oh0 < kDwRows ? g.oh - oh0 : kDwRows);
+    for (int64_t ow0 = 0; ow0 < g.ow; ow0 += 8) {
+      const int nv = static_cast<int>(g.ow - ow0 < 8 ? g.ow - ow0 : 8);
+      const __m256i mv = lane_mask(nv);
+      __m256 acc[kDwRows];
+      DTORCH_AVX2_UNROLL
+      for (int r = 0; r < kDwRows; ++r) acc[r] = _mm256_set1_ps(b);
+      for (int64_t i = 0; i < g.kh; ++i) {
+        const float* wr = wc + i * g.kw;
+        for (int64_t j = 0; j < g.kw; ++j) {
+          const int64_t first = ow0 * g.sw - g.pl + j * g.dw, last = first + (nv - 1) * g.sw;
+          const bool inside = first >= 0 && last < g.w;
+          // How this tap's 8 positions are read (the same for every row of the block).
+          __m256i m = mv, iw = zero_i;
+          if (!inside || (g.sw != 1 && g.sw != 2)) {
+            iw = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(first)), lane_off);
+            const __m256i ok = _mm256_andnot_si256(_mm256_cmpgt_epi32(zero_i, iw), _mm256_cmpgt_epi32(W, iw));
+            m = _mm256_and_si256(m, ok);
+          }
+          const bool gather = g.sw != 1 && !(g.sw == 2 && inside);
+          const int span = 2 * nv - 1;  // stride 2, inside: input floats the vector covers
+          const __m256 wv = _mm256_set1_ps(wr[j]);
+          DTORCH_AVX2_UNROLL
+          for (int r = 0; r < kDwRows; ++r) {
+            const int64_t ih = (oh0 + r) * g.sh - g.pt + i * g.dh;
+            if (r >= rows || ih < 0 || ih >= g.h) continue;
+            const float* row = xp + ih * g.w;
+            __m256 v;
+            if (gather) {
+              v = _mm256_mask_i32gather_ps(_mm256_setzero_ps(), row, iw, _mm256_castsi256_ps(m), 4);
+            } else if (g.sw == 1) {
+              // lane l reads row[first + l]; lanes outside the row are masked off and never read
+              v = _mm256_maskload_ps(row + first, m);
+            } else {
+              const __m256 lo = _mm256_maskload_ps(row + first, lane_mask(span));
+              const __m256 hi = _mm256_maskload_ps(row + first + 8, lane_mask(span - 8));
+              v = even_floats(lo, hi);
+            }
+            acc[r] = _mm256_fmadd_ps(wv, v, acc[r]);
+          }
+        }
+      }
+      DTORCH_AVX2_UNROLL
+      for (int r = 0; r < kDwRows; ++r) {
+        if (r >= rows) continue;
+        float* y = yp + (oh0 + r) * g.ow + ow0;
+        bool done = false;
+        const __m256 out = activate(g.act, acc[r], &done);
+        if (nv == 8)
+          _mm256_storeu_ps(y, out);
+        else
+          _mm256_maskstore_ps(y, mv, out);
+        if (!done) bias_activation(g.act, 0.0f, y, nv);
+      }
+    }
+  }
+}
+
+// 3x3, dilation 1, column stride 1 or 2 (any row stride): the common depthwise convolution. Blocks of R output
+// rows x NV vectors of 8 columns (R * NV <= 6 independent FMA chains) with the 9 weights in registers: 6 + 9 of the
+// 16 ymm registers, so inputs come as memory operands and nothing spills. Each output starts at the bias and adds
+// its taps in (row, column) order, skipping input rows outside the image and adding +0 (a masked-off load) for
+// columns outside it (the order depthwise_plane uses too). Stride 1 reads each tap
+// column with one load; stride 2 loads 16 floats twice per input row and splits them into the even (columns 0, 2)
+// and odd (column 1) taps. Blocks whose reads stay inside the input rows use plain loads; border blocks mask the
+// lanes outside (masked-off lanes are never read).
+constexpr int kDwChains = 6;
+
+
+// Lanes e with 0 <= base + e < w.
+inline __m256i inside_mask(int64_t base, int64_t w) {
+  const __m256i e = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(base)),
+                                     _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+  return _mm256_andnot_si256(_mm256_cmpgt_epi32(_mm256_setzero_si256(), e),
+                             _mm256_cmpgt_epi32(_mm256_set1_epi32(static_cast<int32_t>(w)), e));
+}
+
+// The masks of one output vector's loads (stride 1: tap columns 0, 1, 2; stride 2: floats [0, 8), [8, 16) of the
+// row at its first input column and 2 further): lanes inside the input row. The same for every row and plane.
+constexpr int kDwLoads = 4;
+constexpr int64_t kDwMaxVectors = 128;  // wider output rows run depthwise_plane
+struct DwMasks {
+  __m256i m[kDwLoads];
+};
+
+template <int SW>
+void dw3x3_masks(const ConvGeometry& g, int64_t row_vecs, DwMasks* out) {
+  for (int64_t v = 0; v < row_vecs; ++v) {
+    const int64_t c = 8 * v * SW - g.pl;
+    for (int l = 0; l < kDwLoads; ++l) {
+      const int64_t off = SW == 1 ? l : (l & 1) * 8 + (l >> 1) * 2;
+      out[v].m[l] = inside_mask(c + off, g.w);
+    }
+  }
+}
+
+template <bool MASKED>
+DTORCH_AVX2_INLINE __m256 load8(const float* p, const __m256i& m) {
+  return MASKED ? _mm256_maskload_ps(p, m) : _mm256_loadu_ps(p);
+}
+
+// One block: output rows [oh0, oh0 + R) x vectors [v0, v0 + NV).
+template <int SW, int R, int NV, bool MASKED>
+DTORCH_AVX2_INLINE void dw3x3_block(const ConvGeometry& g, const float* xp, const __m256 (&wv)[9], __m256 bias,
+                                    float* yp, int64_t oh0, int64_t v0, const DwMasks* mk) {
+  __m256 acc[R][NV];
+  DTORCH_AVX2_UNROLL
+  for (int r = 0; r < R; ++r) {
+    DTORCH_AVX2_UNROLL
+    for (int v = 0; v < NV; ++v) acc[r][v] = bias;
+  }
+  DTORCH_AVX2_UNROLL
+  for (int r = 0; r < R; ++r) {
+    DTORCH_AVX2_UNROLL
+    for (int i = 0; i < 3; ++i) {
+      const int64_t ih = (oh0 + r) * g.sh - g.pt + i;
+      if (ih < 0 || ih >= g.h) continue;
+      const float* row = xp + ih * g.w;
+      DTORCH_AVX2_UNROLL
+      for (int v = 0; v < NV; ++v) {
+        const float* s = row + 8 * (v0 + v) * SW - g.pl;  // lane 0, tap column 0
+        const DwMasks& m = mk[MASKED ? v0 + v : 0];
+        __m256 t0, t1, t2;
+        if (SW == 1) {
+          t0 = load8<MASKED>(s, m.m[0]);
+          t1 = load8<MASKED>(s + 1, m.m[1]);
+          t2 = load8<MASKED>(s + 2, m.m[2]);
+        } else {
+          const __m256 lo = load8<MASKED>(s, m.m[0]), hi = load8<MASKED>(s + 8, m.m[1]);
+          const __m256 lo2 = load8<MASKED>(s + 2, m.m[2]), hi2 = load8<MASKED>(s + 10, m.m[3]);
+          t0 = even_floats(lo, hi);
+          t1 = odd_floats(lo, hi);
+          t2 = even_floats(lo2, hi2);
+        }
+        acc[r][v] = _mm256_fmadd_ps(wv[3 * i], t0, acc[r][v]);
+        acc[r][v] = _mm256_fmadd_ps(wv[3 * i + 1], t1, acc[r][v]);
+        acc[r][v] = _mm256_fmadd_ps(wv[3 * i + 2], t2, acc[r][v]);
+      }
+    }
+  }
+  DTORCH_AVX2_UNROLL
+  for (int r = 0; r < R; ++r) {
+    DTORCH_AVX2_UNROLL
+    for (int v = 0; v < NV; ++v) {
+      const int64_t o = 8 * (v0 + v);
+      const int nv = static_cast<int>(g.ow - o < 8 ? g.ow - o : 8);
+      float* y = yp + (oh0 + r) * g.ow + o;
+      bool done = false;
+      const __m256 out = activate(g.act, acc[r][v], &done);
+      if (nv == 8)
+        _mm256_storeu_ps(y, out);
+      else
+        _mm256_maskstore_ps(y, lane_mask(nv), out);
+      if (!done) bias_activation(g.act, 0.0f, y, nv);
+    }
+  }
+}
+
+// Rows [oh_begin, oh_end) x vectors [v_begin, v_end) in R x NV blocks (both ranges are whole blocks). Vectors
+// [v_lo, v_hi) read only inside the input rows; blocks with any other vector mask their loads.
+template <int SW, int R, int NV>
+void dw3x3_region(const ConvGeometry& g, const float* xp, const float* wc, float b, float* yp, int64_t oh_begin,
+                  int64_t oh_end, int64_t v_begin, int64_t v_end, int64_t v_lo, int64_t v_hi, const DwMasks* mk) {
+  __m256 wv[9];
+  DTORCH_AVX2_UNROLL
+  for (int t = 0; t < 9; ++t) wv[t] = _mm256_set1_ps(wc[t]);
+  const __m256 bias = _mm256_set1_ps(b);
+  for (int64_t oh0 = oh_begin; oh0 < oh_end; oh0 += R) {
+    for (int64_t v0 = v_begin; v0 < v_end; v0 += NV) {
+      if (v0 >= v_lo && v0 + NV <= v_hi)
+        dw3x3_block<SW, R, NV, false>(g, xp, wv, bias, yp, oh0, v0, mk);
+      else
+        dw3x3_block<SW, R, NV, true>(g, xp, wv, bias, yp, oh0, v0, mk);
+    }
+  }
+}
+
+using Dw3x3Fn = void (*)(const ConvGeometry&, const float*, const float*, float, float*, int64_t, int64_t, int64_t,
+                         int64_t, int64_t, int64_t, const DwMasks*);
+
+// The region kernels by [rows - 1][vectors - 1] (null where rows * vectors > kDwChains).
+template <int SW>
+struct Dw3x3Table {
+  Dw3x3Fn fn[kDwChains][kDwChains] = {};
+  template <int R, int NV>
+  void put() {
+    fn[R - 1][NV - 1] = dw3x3_region<SW, R, NV>;
+  }
+  Dw3x3Table() {
+    put<1, 1>(), put<1, 2>(), put<1, 3>(), put<1, 4>(), put<1, 5>(), put<1, 6>();
+    put<2, 1>(), put<2, 2>(), put<2, 3>();
+    put<3, 1>(), put<3, 2>();
+    put<4, 1>(), put<5, 1>(), put<6, 1>();
+  }
+};
+static_assert(kDwChains == 6, "Dw3x3Table lists the blocks of up to 6 chains");
+
+inline bool dw3x3_applies(const ConvGeometry& g) {
+  return g.kh == 3 && g.kw == 3 && g.dh == 1 && g.dw == 1 && (g.sw == 1 || g.sw == 2) &&
+         ceil_div(g.ow, 8) <= kDwMaxVectors;
+}
+
+// Every plane of a node: blocks of as many vectors of a row as fit in kDwChains, then as many rows as fill them.
+template <int SW>
+void dw3x3_planes(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y, int64_t p_begin,
+                  int64_t p_end) {
+  static const Dw3x3Table<SW> table;
+  const int64_t row_vecs = ceil_div(g.ow, 8);
+  DwMasks mk[kDwMaxVectors];
+  dw3x3_masks<SW>(g, row_vecs, mk);
+  // Vectors whose reads stay inside the input row: first input column >= 0 and last read < W (stride 1: lane 7
+  // of tap column 2; stride 2: the last float of the second 16-float load).
+  const int64_t reach = SW == 1 ? 9 : 17;
+  int64_t v_lo = 0, v_hi = 0;
+  while (v_lo < row_vecs && 8 * v_lo * SW - g.pl < 0) ++v_lo;
+  for (v_hi = v_lo; v_hi < row_vecs && 8 * v_hi * SW - g.pl + reach < g.w; ++v_hi) {
+  }
+  const int nv = static_cast<int>(row_vecs < kDwChains ? row_vecs : kDwChains);
+  const int r = kDwChains / nv;
+  const int64_t rows_full = g.oh / r * r, vecs_full = row_vecs / nv * nv;
+  const int r_rest = static_cast<int>(g.oh - rows_full), v_rest = static_cast<int>(row_vecs - vecs_full);
+  const int64_t hw = g.h * g.w, ohw = g.oh * g.ow, taps = 9;
+  for (int64_t p = p_begin; p < p_end; ++p) {
+    const int64_t c = p % g.c;
+    const float* xp = x + p * hw;
+    const float* wc = w + c * taps;
+    const float b = bias == nullptr ? 0.0f : bias[c];
+    float* yp = y + p * ohw;
+    if (rows_full > 0) table.fn[r - 1][nv - 1](g, xp, wc, b, yp, 0, rows_full, 0, vecs_full, v_lo, v_hi, mk);
+    if (rows_full > 0 && v_rest > 0)
+      table.fn[r - 1][v_rest - 1](g, xp, wc, b, yp, 0, rows_full, vecs_full, row_vecs, v_lo, v_hi, mk);
+    if (r_rest > 0) table.fn[r_rest - 1][nv - 1](g, xp, wc, b, yp, rows_full, g.oh, 0, vecs_full, v_lo, v_hi, mk);
+    if (r_rest > 0 && v_rest > 0)
+      table.fn[r_rest - 1][v_rest - 1](g, xp, wc, b, yp, rows_full, g.oh, vecs_full, row_vecs, v_lo, v_hi, mk);
+  }
+}
+
+// A depthwise convolution (one input and one output channel per group) of every image: threads split the planes.
+inline void depthwise(ThreadPool* pool, const ConvGeometry& g, const float* x, const float* w, const float* bias,
+                      float* y) {
+  const int64_t planes = g.n * g.c, hw = g.h * g.w, ohw = g.oh * g.ow, taps = g.kh * g.kw;
+  parallel_chunks(pool, planes, 1, [&](int64_t b, int64_t e) {
+    if (dw3x3_applies(g) && g.sw == 1) {
+      dw3x3_planes<1>(g, x, w, bias, y, b, e);
+    } else if (dw3x3_applies(g)) {
+      dw3x3_planes<2>(g, x, w, bias, y, b, e);
+    } else {
+      for (int64_t p = b; p < e; ++p) {
+        const int64_t c = p % g.c;
+        depthwise_plane(g, x + p * hw, w + c * taps, bias == nullptr ? 0.0f : bias[c], y + p * ohw);
+      }
+    }
+  });
+}
+
+}  // namespace avx2
+}  // namespace kernels
+}  // namespace dtorch

@@ -1,0 +1,204 @@
+// The AVX2 FMA GEMM of the avx2 kernel set. Header-only, included by kernels/avx2/*.cc only.
+//
+// C (M x N) = A (M x K) . B (K x N) (+ epilogue), where A is packed once (pack_a: panels of kMR rows, k-major; a
+// convolution packs its weights when the session loads) and B is produced block by block by the caller's `fill`
+// function straight into a buffer on the stack (kKC rows x kNR columns, k-major, 24 KiB): convolutions write their
+// im2col columns there, so the columns are never materialized in memory. Register tile: kMR = 4 rows x kNR = 24
+// columns (12 ymm accumulators, 3 ymm of B per k, 4 broadcasts of A); 4 divides the channel counts networks use.
+//
+// Numerics (the avx2 set's contract, kernels/avx2/avx2.h): each C[i][j] starts at its bias (or +0.0f) and adds
+// A[i][k] * B[k][j] with one fused multiply-add per k, k ascending in one float32 accumulator (spilled to C and
+// reloaded between K blocks, which is exact); then the fused activation. The sequence depends only on the shapes,
+// so threads change nothing; work units are (column panel, row block) pairs.
+#pragma once
+
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/avx2/avx2.h"
+#include "kernels/common/activation.h"
+#include "kernels/common/gemm.h"
+#include "kernels/common/util.h"
+
+#if defined(__clang__)
+#define DTORCH_AVX2_UNROLL _Pragma("unroll")
+#else
+#define DTORCH_AVX2_UNROLL _Pragma("GCC unroll 16")
+#endif
+#define DTORCH_AVX2_INLINE inline __attribute__((always_inline))
+
+namespace dtorch {
+namespace kernels {
+namespace avx2 {
+
+constexpr int kMR = 4;        // rows of a register tile (= rows of a packed A panel)
+constexpr int kNV = 3;        // ymm per tile row
+constexpr int kNR = 8 * kNV;  // columns of a register tile = columns of a B block
+constexpr int64_t kKC = 256;  // rows of a B block: kKC x kNR floats = 24 KiB (L1)
+
+// Floats of the packed A: ceil(M / kMR) panels of K x kMR (A[i][k] at panel i / kMR, k * kMR + i % kMR; rows past
+// M are zero).
+inline int64_t packed_a_floats(int64_t M, int64_t K) { return ceil_div(M, kMR) * kMR * K; }
+
+// Packs panels [t0, t1) of A, where A[i][k] = A[i * rs + k * cs].
+inline void pack_a(const float* A, int64_t rs, int64_t cs, int64_t M, int64_t K, int64_t t0, int64_t t1, float* ap) {
+  for (int64_t t = t0; t < t1; ++t) {
+    float* dst = ap + t * kMR * K;
+    const int64_t i0 = t * kMR;
+    const int rows = static_cast<int>(M - i0 < kMR ? M - i0 : kMR);
+    for (int r = 0; r < rows; ++r) {
+      const float* src = A + (i0 + r) * rs;
+      for (int64_t k = 0; k < K; ++k) dst[k * kMR + r] = src[k * cs];
+    }
+    for (int r = rows; r < kMR; ++r)
+      for (int64_t k = 0; k < K; ++k) dst[k * kMR + r] = 0.0f;
+  }
+}
+
+// Lanes [0, n) set (n clamped to [0, 8]): the mask of _mm256_maskload_ps / _mm256_maskstore_ps, which never touch
+// masked-off lanes.
+DTORCH_AVX2_INLINE __m256i lane_mask(int n) {
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+// Masks of the kNV vectors of a row of nr valid columns.
+struct RowMasks {
+  __m256i m[kNV];
+  explicit RowMasks(int nr) {
+    for (int v = 0; v < kNV; ++v) m[v] = lane_mask(nr - 8 * v);
+  }
+};
+
+// max/min with maxps/minps semantics (the second operand when either is NaN): max(lo, x) keeps a NaN x.
+DTORCH_AVX2_INLINE __m256 clamp_lo(__m256 lo, __m256 x) { return _mm256_max_ps(lo, x); }
+DTORCH_AVX2_INLINE __m256 clamp_hi(__m256 hi, __m256 x) { return _mm256_min_ps(hi, x); }
+
+// The accumulators of rows [i0, i0 + MR) x columns [j0, j0 + kNR) before the first K block (the bias) or before a
+// later one (the partial sums stored in C).
+template <int MR>
+DTORCH_AVX2_INLINE void tile_start(bool first, int64_t i0, int64_t j0, const float* C, int64_t ldc,
+                                   const Epilogue& ep, const RowMasks& mk, __m256 (&c)[MR][kNV]) {
+  DTORCH_AVX2_UNROLL
+  for (int r = 0; r < MR; ++r) {
+    DTORCH_AVX2_UNROLL
+    for (int v = 0; v < kNV; ++v) {
+      if (!first)
+        c[r][v] = _mm256_maskload_ps(C + (i0 + r) * ldc + j0 + 8 * v, mk.m[v]);
+      else if (ep.bias == nullptr)
+        c[r][v] = _mm256_setzero_ps();
+      else if (ep.bias_per_row)
+        c[r][v] = _mm256_set1_ps(ep.bias[i0 + r]);
+      else
+        c[r][v] = _mm256_maskload_ps(ep.bias + j0 + 8 * v, mk.m[v]);
+    }
+  }
+}
+
+// Stores rows [i0, i0 + MR) x columns [j0, j0 + nr); `last`: after the last K block (apply the activation).
+template <int MR>
+DTORCH_AVX2_INLINE void tile_finish(bool last, int nr, int64_t i0, int64_t j0, float* C, int64_t ldc,
+                                    const Epilogue& ep, const RowMasks& mk, __m256 (&c)[MR][kNV]) {
+  const ActKind kind = last ? ep.act.kind : ActKind::kNone;
+  const bool clamp = kind == ActKind::kRelu || kind == ActKind::kRelu6 || kind == ActKind::kHardtanh;
+  const __m256 lo = _mm256_set1_ps(kind == ActKind::kHardtanh ? ep.act.lo : 0.0f);
+  const __m256 hi = _mm256_set1_ps(kind == ActKind::kRelu6 ? 6.0f : kind == ActKind::kHardtanh ? ep.act.hi : 0.0f);
+  DTORCH_AVX2_UNROLL
+  for (int r = 0; r < MR; ++r) {
+    float* p = C + (i0 + r) * ldc + j0;
+    DTORCH_AVX2_UNROLL
+    for (int v = 0; v < kNV; ++v) {
+      __m256 x = c[r][v];
+      if (clamp) {  // x < lo ? lo : x, then x > hi ? hi : x, passing NaN through
+        x = clamp_lo(lo, x);
+        if (kind != ActKind::kRelu) x = clamp_hi(hi, x);
+      }
+      if (nr == kNR)
+        _mm256_storeu_ps(p + 8 * v, x);
+      else
+        _mm256_maskstore_ps(p + 8 * v, mk.m[v], x);
+    }
+    if (kind != ActKind::kNone && !clamp) bias_activation(ep.act, 0.0f, p, nr);
+  }
+}
+
+// One register tile over one K block: start, c[r] += ap[k * kMR + r] * bp[k * kNR + lane] for k < kc (k
+// ascending, one FMA per k), finish. The accumulators stay in registers (MR x kNV ymm).
+template <int MR>
+void tile(bool first, bool last, int nr, int64_t kc, const float* ap, const float* bp, int64_t i0, int64_t j0,
+          float* C, int64_t ldc, const Epilogue& ep, const RowMasks& mk) {
+  __m256 c[MR][kNV];
+  tile_start<MR>(first, i0, j0, C, ldc, ep, mk, c);
+  for (int64_t k = 0; k < kc; ++k) {
+    __m256 b[kNV];
+    DTORCH_AVX2_UNROLL
+    for (int v = 0; v < kNV; ++v) b[v] = _mm256_load_ps(bp + 8 * v);
+    DTORCH_AVX2_UNROLL
+    for (int r = 0; r < MR; ++r) {
+      const __m256 a = _mm256_broadcast_ss(ap + r);
+      DTORCH_AVX2_UNROLL
+      for (int v = 0; v < kNV; ++v) c[r][v] = _mm256_fmadd_ps(a, b[v], c[r][v]);
+    }
+    ap += kMR;
+    bp += kNR;
+  }
+  tile_finish<MR>(last, nr, i0, j0, C, ldc, ep, mk, c);
+}
+
+inline void tile_rows(int mr, bool first, bool last, int nr, int64_t kc, const float* ap, const float* bp, int64_t i0,
+                      int64_t j0, float* C, int64_t ldc, const Epilogue& ep, const RowMasks& mk) {
+  switch (mr) {
+    case 4: tile<4>(first, last, nr, kc, ap, bp, i0, j0, C, ldc, ep, mk); break;
+    case 3: tile<3>(first, last, nr, kc, ap, bp, i0, j0, C, ldc, ep, mk); break;
+    case 2: tile<2>(first, last, nr, kc, ap, bp, i0, j0, C, ldc, ep, mk); break;
+    default: tile<1>(first, last, nr, kc, ap, bp, i0, j0, C, ldc, ep, mk); break;
+  }
+}
+static_assert(kMR == 4, "tile_rows dispatches MR = 1..4");
+
+// C (M x N, ldc) = A . B (+ epilogue) with A packed (pack_a, all of it) and B produced by
+// fill(j0, nr, k0, kc, dst): write B[k0 + r][j0 + q] to dst[r * kNR + q] for r < kc, q < nr, and 0 for q >= nr.
+template <typename Fill>
+void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, Fill&& fill, float* C, int64_t ldc,
+          const Epilogue& ep) {
+  if (M <= 0 || N <= 0) return;
+  const int threads = pool == nullptr ? 1 : pool->size();
+  const int64_t panels = ceil_div(N, kNR), row_tiles = ceil_div(M, kMR);
+  // Few column panels for the threads: split the rows too (each unit refills its B blocks).
+  int64_t tiles_per_block = row_tiles;
+  if (threads > 1 && panels < 4 * threads) {
+    const int64_t want_blocks = ceil_div(4 * threads, panels);
+    tiles_per_block = ceil_div(row_tiles, want_blocks);
+  }
+  const int64_t row_blocks = ceil_div(row_tiles, tiles_per_block);
+  // K in equal blocks of at most kKC rows (288 -> 2 x 144, not 256 + 32). The blocking changes no result: k
+  // stays in increasing order.
+  const int64_t kblock = K <= 0 ? 1 : ceil_div(K, ceil_div(K, kKC));
+  parallel_chunks(pool, panels * row_blocks, 1, [&](int64_t ub, int64_t ue) {
+    alignas(32) float bbuf[kKC * kNR];
+    for (int64_t u = ub; u < ue; ++u) {
+      const int64_t p = u / row_blocks, rb = u % row_blocks;
+      const int64_t j0 = p * kNR;
+      const int nr = static_cast<int>(N - j0 < kNR ? N - j0 : kNR);
+      const RowMasks mk(nr);
+      const int64_t t0 = rb * tiles_per_block;
+      const int64_t t1 = t0 + tiles_per_block < row_tiles ? t0 + tiles_per_block : row_tiles;
+      int64_t k0 = 0;
+      do {
+        const int64_t kc = K - k0 < kblock ? K - k0 : kblock;
+        if (kc > 0) fill(j0, nr, k0, kc, bbuf);
+        const bool first = k0 == 0, last = k0 + kc >= K;
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t i0 = t * kMR;
+          const int mr = static_cast<int>(M - i0 < kMR ? M - i0 : kMR);
+          tile_rows(mr, first, last, nr, kc, ap + t * kMR * K + k0 * kMR, bbuf, i0, j0, C, ldc, ep, mk);
+        }
+        k0 += kc;
+      } while (k0 < K);
+    }
+  });
+}
+
+}  // namespace avx2
+}  // namespace kernels
+}  // namespace dtorch

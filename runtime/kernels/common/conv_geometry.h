@@ -1,0 +1,86 @@
+// The geometry of a conv2d node as the optimized conv2d kernels (kernels/x86, kernels/avx2, kernels/avx512) read
+// it, after the kernel they fall back to has accepted the node in infer: shapes and attributes are valid, so this
+// only reads them. (The portable kernel validates and reports; it keeps its own parsing.)
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/activation.h"
+#include "kernels/common/util.h"
+
+namespace dtorch {
+namespace kernels {
+inline namespace DTORCH_ISA {
+
+struct ConvGeometry {
+  int64_t n, c, h, w;        // input N, C, H, W
+  int64_t o, kh, kw;         // weight O, kh, kw (weight dim 1 is cg)
+  int64_t sh, sw, dh, dw;    // stride, dilation
+  int64_t pt, pb, pl, pr;    // padding: top, bottom, left, right
+  int64_t oh, ow;            // output H, W
+  int64_t groups, cg, og;    // groups, input channels per group, output channels per group
+  bool pointwise;            // 1x1, stride 1, no padding: the input plane is the column matrix
+  Activation act;            // the fused activation
+};
+
+// Reads the geometry of conv2d inputs `in` (x, w) with output shape `out`.
+inline Status conv_geometry(const char* op, const Attrs& attrs, const TensorView* in, const Shape& out,
+                            ConvGeometry* g) {
+  const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
+  int64_t stride[2] = {}, pad[4] = {}, dil[2] = {};
+  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "stride", 2, stride, one2));
+  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "padding", 4, pad, zero4));
+  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "dilation", 2, dil, one2));
+  DTORCH_RETURN_IF_ERROR(parse_activation(op, attrs, &g->act));
+  g->n = in[0].shape.dims[0];
+  g->c = in[0].shape.dims[1];
+  g->h = in[0].shape.dims[2];
+  g->w = in[0].shape.dims[3];
+  g->o = in[1].shape.dims[0];
+  g->kh = in[1].shape.dims[2];
+  g->kw = in[1].shape.dims[3];
+  g->groups = attrs.get_int("groups", 1);
+  g->cg = g->groups > 0 ? g->c / g->groups : 0;
+  g->og = g->groups > 0 ? g->o / g->groups : 0;
+  g->sh = stride[0];
+  g->sw = stride[1];
+  g->dh = dil[0];
+  g->dw = dil[1];
+  g->pt = pad[0];
+  g->pb = pad[1];
+  g->pl = pad[2];
+  g->pr = pad[3];
+  g->oh = out.dims[2];
+  g->ow = out.dims[3];
+  g->pointwise = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && pad[0] == 0 && pad[1] == 0 &&
+                 pad[2] == 0 && pad[3] == 0;
+  return Status::Ok();
+}
+
+// Whether the output and weight shapes agree with the geometry (what infer accepted; run re-checks before it
+// trusts the shapes it is given).
+inline bool conv_shapes_agree(const ConvGeometry& g, const TensorView* in, const TensorView& out) {
+  return g.groups >= 1 && g.c % g.groups == 0 && g.o % g.groups == 0 && in[1].shape.dims[1] == g.cg &&
+         out.shape.dims[0] == g.n && out.shape.dims[1] == g.o;
+}
+
+// Whether every input offset of a plane (and a padded row offset) fits a 32-bit gather index.
+inline bool conv_fits_int32_offsets(const ConvGeometry& g) {
+  constexpr int64_t k30 = int64_t{1} << 30;
+  return g.h < k30 && g.w < k30 && g.h * g.w < k30 && g.w + g.kw * g.dw + g.pl < k30 &&
+         g.h + g.kh * g.dh + g.pt < k30;
+}
+
+// Valid output columns [lo, hi) for kernel offset `off`: 0 <= o * stride + off < size, o < out.
+inline void conv_valid_range(int64_t off, int64_t stride, int64_t size, int64_t out, int64_t* lo, int64_t* hi) {
+  int64_t l = off >= 0 ? 0 : ceil_div(-off, stride);
+  int64_t h = (size - 1 - off) < 0 ? 0 : (size - 1 - off) / stride + 1;
+  if (h > out) h = out;
+  if (l > h) l = h;
+  *lo = l;
+  *hi = h;
+}
+
+}  // inline namespace DTORCH_ISA
+}  // namespace kernels
+}  // namespace dtorch
