@@ -83,16 +83,19 @@ print(json.dumps({"times": ts, "kernel_sets": sets}))
 """
 
 
-def steady(dpath: Path, opath: Path, npy: Path, threads: int, iters: int, rounds: int = 5) -> dict[str, float]:
+def steady(dpath: Path, opath: Path, npy: Path, threads: int, iters: int, rounds: int = 10) -> dict[str, float]:
     """Latency of dtorch (kernel policy "fast", the default, and "exact") and ONNX Runtime, each in its own fresh
     process (an idle thread pool of one engine spinning in the same process would steal the other's second core),
-    the engines alternating in `rounds` rounds (this shared VM changes speed by up to 1.5x from minute to minute;
-    alternating keeps the ratio fair). `iters` runs per engine in all, after warm-up."""
+    the engines alternating in `rounds` rounds. This shared VM changes speed by up to 1.5x from minute to minute, so
+    the ratio is paired: each round gives dtorch's median over ORT's median from processes that ran back to back,
+    and the figure is the median of those per-round ratios. `iters` runs per engine in all, after warm-up."""
     times: dict[str, list[float]] = {"dtorch": [], "dtorch_exact": [], "onnxruntime": []}
+    ratios: list[float] = []
     out: dict[str, float] = {}
     per_round = max(1, iters // rounds)
     with tempfile.TemporaryDirectory() as d:
         for _ in range(rounds):
+            medians = {}
             for engine in times:
                 model = opath if engine == "onnxruntime" else dpath
                 proc = subprocess.run([sys.executable, "-c", STEADY, engine, str(model), str(npy), str(threads),
@@ -100,12 +103,16 @@ def steady(dpath: Path, opath: Path, npy: Path, threads: int, iters: int, rounds
                                       check=True, capture_output=True, text=True)
                 r = json.loads(proc.stdout.strip().splitlines()[-1])
                 times[engine] += r["times"]
+                medians[engine] = statistics.median(r["times"])
                 if engine == "dtorch":
                     out["kernel_sets"] = r["kernel_sets"]  # type: ignore[assignment]
+            ratios.append(medians["dtorch"] / medians["onnxruntime"])
         d_out, o_out = np.load(Path(d) / "dtorch.npy"), np.load(Path(d) / "onnxruntime.npy")
     for label, ts in times.items():
         out[f"{label}_p50"] = statistics.median(ts)
         out[f"{label}_p90"] = _percentile(ts, 90)
+    out["ratio"] = statistics.median(ratios)
+    out["ratio_lo"], out["ratio_hi"] = min(ratios), max(ratios)
     out["max_abs_diff"] = float(np.max(np.abs(d_out - o_out)))
     return out
 
@@ -183,23 +190,24 @@ def reading_text(res: dict) -> str:
     for name, r in res.items():
         if name == "sizes":
             continue
-        lat = [r[f"t{t}_dtorch_p50"] / r[f"t{t}_onnxruntime_p50"] for t in (1, 2)]
+        lat = [r[f"t{t}_ratio"] for t in (1, 2)]
         verdict = ", ".join(f"{t} thread{'s' if t > 1 else ''} {x:.2f}x ({'met' if x <= 1.5 else 'NOT met'})"
                             for t, x in zip((1, 2), lat))
         lines.append(f"- {name}: latency {verdict}; cold start {r['cold_dtorch_s'] * 1e3:.0f} vs "
                      f"{r['cold_ort_s'] * 1e3:.0f} ms ({'met' if r['cold_dtorch_s'] < r['cold_ort_s'] else 'NOT met'}); "
                      f"peak RSS {r['rss_dtorch_mb']:.0f} vs {r['rss_ort_mb']:.0f} MB "
                      f"({'met' if r['rss_dtorch_mb'] < r['rss_ort_mb'] else 'NOT met'}).")
-    lines.append("On this shared 2-core VM single runs of either engine vary by up to 1.5x from minute to minute, so "
-                 "the latency ratio moves between about 1.1x and 1.8x across runs of this command; ONNX Runtime runs "
-                 "its NCHWc direct convolutions, dtorch an im2col-in-L1 GEMM (see runtime/kernels/avx512/).")
+    lines.append("On this shared 2-core VM single runs of either engine vary by up to 1.5x from minute to minute; the "
+                 "ratios are paired per round (dtorch and ORT processes back to back) and the range over rounds is "
+                 "shown in brackets. ONNX Runtime runs its NCHWc direct convolutions, dtorch an im2col-in-L1 GEMM "
+                 "(runtime/kernels/avx2/, runtime/kernels/avx512/).")
     return "\n".join(lines)
 
 
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument("--models", default=",".join(MODELS))
-    p.add_argument("--iters", type=int, default=50)
+    p.add_argument("--iters", type=int, default=100)
     p.add_argument("--cold-runs", type=int, default=5)
     p.add_argument("--write", action="store_true")
     p.add_argument("--json", type=Path, default=None)
@@ -227,8 +235,8 @@ def main() -> None:
             print(name, json.dumps({k: round(v, 4) for k, v in r.items()}), flush=True)
             rows.append(
                 f"| {name} | {r['t1_dtorch_p50']:.2f} / {r['t1_onnxruntime_p50']:.2f} "
-                f"({r['t1_dtorch_p50'] / r['t1_onnxruntime_p50']:.2f}x) | {r['t2_dtorch_p50']:.2f} / "
-                f"{r['t2_onnxruntime_p50']:.2f} ({r['t2_dtorch_p50'] / r['t2_onnxruntime_p50']:.2f}x) | "
+                f"({r['t1_ratio']:.2f}x [{r['t1_ratio_lo']:.2f}-{r['t1_ratio_hi']:.2f}]) | {r['t2_dtorch_p50']:.2f} / "
+                f"{r['t2_onnxruntime_p50']:.2f} ({r['t2_ratio']:.2f}x [{r['t2_ratio_lo']:.2f}-{r['t2_ratio_hi']:.2f}]) | "
                 f"{r['t1_dtorch_exact_p50']:.2f} / {r['t2_dtorch_exact_p50']:.2f} | {kernel_sets} | "
                 f"{r['cold_dtorch_s'] * 1e3:.0f} / {r['cold_ort_s'] * 1e3:.0f} | "
                 f"{r['rss_dtorch_mb']:.0f} / {r['rss_ort_mb']:.0f} | "
@@ -243,9 +251,10 @@ def main() -> None:
               "| peak RSS MB: dtorch / ORT | dtorch-run native cold start, RSS | max abs diff |\n"
               "|---|---:|---:|---:|---|---:|---:|---:|---:|")
     size_line = ", ".join(f"{k} {v / 1e6:.2f} MB" for k, v in sizes.items())
-    env = (f"Batch 1, float32, median of {args.iters} runs per engine after 20 warm-up runs (p50), each engine in its "
-           f"own process, the processes alternating in 5 rounds. dtorch runs its default kernel policy \"fast\" (the "
-           f"AVX-512 FMA set where the CPU has it, within 1e-5 x output scale of the portable kernels); the "
+    env = (f"Batch 1, float32, {args.iters} runs per engine after 20 warm-up runs per process, each engine in its "
+           f"own process, the processes alternating in 10 rounds; latency is the median (p50) over all runs, the "
+           f"ratio the median of the per-round ratios. dtorch runs its default kernel policy \"fast\" (the FMA "
+           f"kernel set the CPU has: avx512, else avx2; within 1e-5 x output scale of the portable kernels); the "
            f"\"exact\" column is the policy that keeps the portable kernels' bits (AVX2 without FMA). "
            f"Cold start: a fresh Python process importing the runtime, loading the model and producing the first "
            f"output (median of {args.cold_runs}). "
