@@ -131,6 +131,8 @@ class Emulator:
 
     def command(self, program: str | os.PathLike[str], *args: str) -> list[str]:
         """The argv that runs `program` on this board's emulator (the program itself for a native board)."""
+        if self.kind == "none":
+            raise ValueError("this board has no emulator ([emulator] is missing from its board file)")
         if self.kind == "native":
             return [str(program), *args]
         assert self.binary is not None and self.cpu is not None
@@ -142,6 +144,8 @@ class Emulator:
         return self.cpu.split(",", 1)[0] if self.cpu else None
 
     def summary(self) -> str:
+        if self.kind == "none":
+            return "none"
         if self.kind == "native":
             return "native"
         return f"{self.binary} -cpu {self.cpu}" + (" (stand-in)" if self.stand_in else "")
@@ -426,11 +430,14 @@ def _parse(path: Path, data: Mapping[str, Any]) -> Board:
             raise r.fail(f"flags.{family}", f"missing: toolchains lists {family!r}, so a [flags.{family}] table "
                                             "with its cxxflags is required (cxxflags = [] when it needs none)")
 
-    emu = r.table(data, "emulator", "")
-    assert emu is not None
-    r.no_extra(emu, {"kind", "binary", "cpu", "stand_in", "note"}, "emulator.")
-    kind = r.str_(emu, "kind", "emulator.", choices=EMULATOR_KINDS)
-    if kind == "qemu-user":
+    emu = r.table(data, "emulator", "", required=False)
+    kind = None
+    if emu is not None:
+        r.no_extra(emu, {"kind", "binary", "cpu", "stand_in", "note"}, "emulator.")
+        kind = r.str_(emu, "kind", "emulator.", choices=EMULATOR_KINDS)
+    if emu is None:  # a board nothing here emulates: dtorch-edge emulate says so
+        emulator = Emulator(kind="none")
+    elif kind == "qemu-user":
         binary = r.str_(emu, "binary", "emulator.")
         cpu_model = r.str_(emu, "cpu", "emulator.")
         expected = {"aarch64": "qemu-aarch64", "armv7": "qemu-arm", "riscv64": "qemu-riscv64",

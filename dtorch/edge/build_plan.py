@@ -38,7 +38,7 @@ LANGUAGE_FLAGS = ("-std=c++17", "-Wall", "-Wextra", "-Werror", "-ffp-contract=of
 
 
 _CORE_GLOBS = ("core/*.cc", "kernels/common/*.cc")
-_APP_SOURCES = ("apps/dtorch_run.cc", "apps/npy.cc", "apps/no_demangle.cc")
+_APP_SOURCES = ("apps/dtorch_run.cc", "apps/npy.cc", "apps/heap_meter.cc", "apps/no_demangle.cc")
 _HEADER_GLOBS = ("include/dtorch/*.h", "core/*.h", "kernels/common/*.h", "kernels/*/*.h", "schema/*.h", "apps/*.h")
 
 

@@ -31,11 +31,12 @@ def main() -> None:
               help="Also write the figures as JSON to this file ('-' for stdout).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 @click.option("--board", default="rk3588", show_default=True,
-              help="Build a bundle for this board at the end (dtorch-edge build); 'none' to skip.")
+              help="Build a bundle for this board at the end (dtorch-edge build) and run it emulated (dtorch-edge "
+                   "emulate); 'none' to skip.")
 def demo(out: Path, epochs: int, batch_size: int, lr: float, workers: int, seed: int, amp: str | None,
          json_out: Path | None, quiet: bool, board: str) -> None:
-    """Train SimpleNet on the bundled 8x8 digits (as 32x32 RGB images), save it, export it to .dtm and check the
-    C++ runtime against eager mode."""
+    """Train SimpleNet on the bundled 8x8 digits (as 32x32 RGB images), save it, export it to .dtm, check the C++
+    runtime against eager mode, build a bundle for --board and run it on the emulated board."""
     from .demo import DemoConfig, run_demo
 
     cfg = DemoConfig(out=out, epochs=epochs, batch_size=batch_size, lr=lr, workers=workers, seed=seed, amp=amp,
@@ -66,6 +67,24 @@ def demo(out: Path, epochs: int, batch_size: int, lr: float, workers: int, seed:
         model_kib = b.manifest["files"]["model.dtm"]["bytes"] / 1024
         click.echo(f"bundle for {b.board} ({b.toolchain}): {b.dist}/ - dtorch-run {b.binary_bytes / 1024:.0f} KiB "
                    f"pruned to {len(b.manifest['ops'])} ops{full}; model {model_kib:.0f} KiB")
+        import numpy as np
+
+        from .emulate import EmulateError
+        from .emulate import emulate as run_emulation
+
+        eager_out = np.load(ex.sample_eager)
+        try:
+            rep = run_emulation(board, bundle=b.dist, data=[ex.sample_input], eager=lambda _inputs: [eager_out],
+                                runs=3, bench_runs=10, log=click.echo, progress=not quiet, runner="local")
+        except EmulateError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
+        for line in rep.lines():
+            click.echo(line)
+        res.emulated = rep.to_json()
+        if not rep.parity_pass:
+            click.echo(f"error: the emulated {board} does not match the host", err=True)
+            sys.exit(1)
     if json_out is not None:
         if str(json_out) == "-":
             click.echo(res.to_json())
@@ -359,6 +378,149 @@ def ops_list(models: tuple[Path, ...], ops_file: str | None, as_json: bool) -> N
     if missing:
         click.echo(f"error: {len(missing)} of {len(report.rows)} entries have no {report.kernel_set} kernel: "
                    f"{', '.join(r.entry for r in missing)}; a build with this op list would fail", err=True)
+        sys.exit(1)
+
+
+_RUNNER_HELP = "local: QEMU user mode here; docker: the same in a FROM scratch container (--network none); auto: " \
+               "docker when an engine answers, else local"
+
+
+@main.command()
+@click.option("--board", required=True, help="A board name (dtorch-edge boards).")
+@click.option("--model", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="A .dtm model: its bundle is built (or found up to date) first. With --bundle: which of its models.")
+@click.option("--bundle", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="A bundle from dtorch-edge build (dist/<board>); it must have been built for --board.")
+@click.option("--runner", type=click.Choice(["auto", "local", "docker"]), default="auto", show_default=True,
+              help=_RUNNER_HELP)
+@click.option("--runs", type=click.IntRange(min=1), default=5, show_default=True,
+              help="Fresh processes for the cold-start median.")
+@click.option("--bench-runs", type=click.IntRange(min=1), default=20, show_default=True,
+              help="In-process runs for the latency percentiles (after a warm-up).")
+@click.option("--data", "data", multiple=True, type=click.Path(path_type=Path),
+              help="Inputs (.npy, each one run's input, or a folder of them); default: the bundled test vector.")
+@click.option("--threads", type=click.IntRange(min=1), default=1, show_default=True)
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
+              help="Seconds one emulated run may take before it is killed.")
+@click.option("--no-instructions", is_flag=True, help="Skip counting guest instructions.")
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("dist"), show_default=True,
+              help="Where a bundle built for --model goes.")
+@click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), default=None,
+              help="Write the figures as JSON to this file ('-': standard output).")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+def emulate(board: str, model: Path | None, bundle: Path | None, runner: str, runs: int, bench_runs: int,
+            data: tuple[Path, ...], threads: int, timeout: float, no_instructions: bool, out: Path,
+            json_out: Path | None, quiet: bool) -> None:
+    """Run a model on an emulated board and report parity, cold start, latency, guest instructions, peak memory and
+    size (all emulated) and an estimate of the real board's latency. Exit 1 when parity fails or the model does not
+    fit the board's RAM."""
+    import json
+
+    from .emulate import EmulateError
+    from .emulate import emulate as run_emulation
+
+    to_stdout = json_out is not None and str(json_out) == "-"
+    log = (lambda m: click.echo(m, err=True)) if to_stdout else click.echo
+    try:
+        rep = run_emulation(board, model=model, bundle=bundle, runner=runner, runs=runs, bench_runs=bench_runs,
+                            data=list(data), timeout=timeout, threads=threads, count_instructions=not no_instructions,
+                            out=out, log=log, progress=not quiet)
+    except EmulateError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    if json_out is not None:
+        text = json.dumps(rep.to_json(), indent=2) + "\n"
+        if to_stdout:
+            click.echo(text, nl=False)
+        else:
+            from .._fileio import write_atomic
+
+            write_atomic(json_out, text.encode())
+    for line in rep.lines():
+        log(line)
+    if not rep.parity_pass or not rep.fits:
+        sys.exit(1)
+
+
+@main.command()
+@click.option("--boards", required=True, help="Comma-separated board names, e.g. rk3588,rv1126,licheepi4a.")
+@click.option("--model", required=True, type=click.Path(dir_okay=False, path_type=Path), help="A .dtm model.")
+@click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("bench"),
+              show_default=True, help="Folder for bench.md, bench.json and bench.png.")
+@click.option("--runner", type=click.Choice(["auto", "local", "docker"]), default="local", show_default=True,
+              help=_RUNNER_HELP)
+@click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True)
+@click.option("--bench-runs", type=click.IntRange(min=1), default=10, show_default=True)
+@click.option("--data", "data", multiple=True, type=click.Path(path_type=Path))
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True)
+@click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("dist"), show_default=True)
+@click.option("--baseline", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="A JSON file of instructions per inference per board (--save-baseline) to check against: exit 1 when "
+                   "a board needs more than --tolerance over it.")
+@click.option("--tolerance", type=click.FloatRange(min=0), default=0.05, show_default=True)
+@click.option("--save-baseline", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Write this run's instructions per inference per board as a baseline file.")
+@click.option("--quiet", is_flag=True, help="No progress bars.")
+def bench(boards: str, model: Path, report_dir: Path, runner: str, runs: int, bench_runs: int, data: tuple[Path, ...],
+          timeout: float, out: Path, baseline: Path | None, tolerance: float, save_baseline: Path | None,
+          quiet: bool) -> None:
+    """Emulate MODEL on several boards and write a Markdown table, a JSON file and a PNG chart of the figures."""
+    import json
+
+    from tqdm import tqdm
+
+    from .emulate import EmulateError
+    from .emulate import emulate as run_emulation
+    from .emulate.report import write_bench_report
+
+    names = [b.strip() for b in boards.split(",") if b.strip()]
+    if not names:
+        raise click.UsageError("--boards needs at least one board name")
+    reports = []
+    bar = tqdm(names, desc="boards", unit="board", disable=quiet)
+    for name in bar:
+        bar.set_postfix_str(name)
+        try:
+            reports.append(run_emulation(name, model=model, runner=runner, runs=runs, bench_runs=bench_runs,
+                                         data=list(data), timeout=timeout, out=out, log=lambda m: None,
+                                         progress=False))
+        except EmulateError as e:
+            bar.close()
+            click.echo(f"error: {name}: {e}", err=True)
+            sys.exit(1)
+    paths = write_bench_report(reports, report_dir)
+    for r in reports:
+        for line in r.lines():
+            click.echo(line)
+    click.echo(f"wrote {paths['markdown']}, {paths['json']}, {paths['chart']}")
+    counts = {r.board: r.figures["instructions"]["per_inference"] for r in reports}
+    if save_baseline is not None:
+        from .._fileio import write_atomic
+
+        write_atomic(save_baseline, (json.dumps({"model": model.name, "instructions_per_inference": counts},
+                                                indent=2) + "\n").encode())
+        click.echo(f"wrote the instruction baseline {save_baseline}")
+    failed = [r.board for r in reports if not r.parity_pass or not r.fits]
+    if baseline is not None:
+        try:
+            base = json.loads(baseline.read_text())["instructions_per_inference"]
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            click.echo(f"error: cannot read the baseline {baseline}: {e}", err=True)
+            sys.exit(1)
+        for name, now in counts.items():
+            was = base.get(name)
+            if was is None or now is None:
+                click.echo(f"baseline: {name}: no count to compare ({'not in the baseline' if was is None else 'not counted'})")
+                continue
+            change = (now - was) / was
+            verdict = "REGRESSION" if change > tolerance else "ok"
+            click.echo(f"baseline: {name}: {now:,} instructions per inference vs {was:,} ({change:+.2%}, tolerance "
+                       f"{tolerance:.0%}): {verdict}")
+            if change > tolerance:
+                failed.append(name)
+    if failed:
+        click.echo(f"error: failed on {', '.join(sorted(set(failed)))} (parity, memory or instruction regression)",
+                   err=True)
         sys.exit(1)
 
 

@@ -1,7 +1,8 @@
 """The main job: train SimpleNet on the bundled digits, shown as 32x32 RGB images, and save it.
 
 The data goes the way a user's own data would: an ImageFolder tree on disk, Pillow transforms, a
-DataLoader with worker processes. Later issues extend this same job to export, build and emulate.
+DataLoader with worker processes. The CLI (dtorch-edge demo) then exports it, builds a bundle for a board and runs
+it on the emulated board.
 """
 
 from __future__ import annotations
@@ -48,6 +49,8 @@ class ExportReport:
     runtime_accuracy: float
     max_abs_error: float
     predictions_agree: float
+    sample_input: str = ""   # a batch of test images (.npy) for the emulated board, with
+    sample_eager: str = ""   # the eager model's outputs for it (.npy)
 
 
 @dataclass
@@ -60,6 +63,7 @@ class DemoResult:
     checkpoint: str
     history: list[dict[str, float]] = field(default_factory=list)
     export: ExportReport | None = None
+    emulated: dict[str, Any] | None = None  # dtorch-edge emulate's figures for the bundle (set by the CLI)
 
     def to_json(self) -> str:
         return json.dumps(asdict(self), indent=2)
@@ -109,7 +113,11 @@ def export_and_check(model: nn.Module, loader: DataLoader, path: Path) -> Export
     session = rt.InferenceSession(str(path))
     correct = agree = total = 0
     max_err = 0.0
+    sample_in, sample_eager = path.with_name("sample_input.npy"), path.with_name("sample_eager.npy")
     with dt.no_grad():
+        first, _ = next(iter(loader))
+        np.save(sample_in, first[:16].numpy())  # real digits through the test transforms, for the emulated run
+        np.save(sample_eager, model(first[:16]).numpy())
         for images, labels in loader:
             eager = model(images).numpy()
             got = session.run(None, {"input": images.numpy()})[0]
@@ -121,7 +129,8 @@ def export_and_check(model: nn.Module, loader: DataLoader, path: Path) -> Export
                         arena_bytes=res.arena_size, sum_of_intermediates=res.sum_of_intermediates,
                         parameter_bytes=res.parameter_bytes, op_list=list(res.op_list),
                         runtime_accuracy=correct / max(total, 1), max_abs_error=max_err,
-                        predictions_agree=agree / max(total, 1))
+                        predictions_agree=agree / max(total, 1), sample_input=str(sample_in),
+                        sample_eager=str(sample_eager))
 
 
 def run_demo(cfg: DemoConfig, log: Callable[[str], Any] = print) -> DemoResult:

@@ -7,6 +7,11 @@
 //   dtorch-run model.dtm --self-test                         run the bundled test vector: PASS/FAIL
 //   dtorch-run model.dtm --info                              versions, inputs/outputs, ops, memory, build
 //   dtorch-run --build-info                                  board, toolchain, runtime and op-set hashes, ops
+//   dtorch-run model.dtm ... --json                          machine-readable: a {"event": "first_output"} line as
+//                                                            soon as the first output exists, then one report line
+//                                                            (latency, memory high-water marks, self-test, outputs)
+//   dtorch-run model.dtm --repeat N [--input x.npy ...]      run N times, nothing timed or printed (the emulator's
+//                                                            instruction counter compares N and N + K runs)
 // A board build (dtorch-edge build) refuses a model whose bundle manifest.json (beside the model, or --manifest)
 // names another runtime or op set, and the runtime refuses a model with an operator it was built without.
 //
@@ -24,6 +29,7 @@
 #include <vector>
 
 #include "dtorch/runtime.h"
+#include "heap_meter.h"
 #include "npy.h"
 
 // The build's identity (a board build generates dtorch_build_info.h: dtorch/edge/build_plan.py); a development
@@ -44,7 +50,7 @@ namespace {
 
 const char kUsage[] =
     "usage: dtorch-run MODEL.dtm [--input X.npy]... [--output Y.npy]... [--threads N] [--kernels fast|exact|portable] "
-    "[--bench N [--profile]] [--self-test] [--info] [--build-info] [--manifest manifest.json]";
+    "[--bench N [--profile]] [--repeat N] [--self-test] [--info] [--build-info] [--manifest manifest.json] [--json]";
 
 int fail(const std::string& msg, int code = 1) {
   std::string line = "dtorch-run: error: " + msg;
@@ -118,6 +124,54 @@ double to_double(const void* p, DType t, size_t i) {
   }
 }
 
+// A JSON string literal (the names we print are UTF-8; control characters are escaped).
+std::string json_str(const std::string& v) {
+  std::string out = "\"";
+  for (const char ch : v) {
+    const unsigned char c = static_cast<unsigned char>(ch);
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+std::string json_num(double v) {
+  if (!std::isfinite(v)) return "null";
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  return buf;
+}
+
+// The process's peak resident set (VmHWM of /proc/self/status) in bytes, or -1 where it cannot be read. Under QEMU
+// user mode this is the emulator process's own figure.
+long long process_peak_rss_bytes() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (f == nullptr) return -1;
+  char line[256];
+  long long kb = -1;
+  while (std::fgets(line, sizeof(line), f) != nullptr)
+    if (std::strncmp(line, "VmHWM:", 6) == 0) kb = std::strtoll(line + 6, nullptr, 10);
+  std::fclose(f);
+  return kb < 0 ? -1 : kb * 1024;
+}
+
+long long file_bytes(const std::string& path) {
+  FILE* f = std::fopen(path.c_str(), "rb");
+  if (f == nullptr) return -1;
+  long long n = -1;
+  if (std::fseek(f, 0, SEEK_END) == 0) n = std::ftell(f);
+  std::fclose(f);
+  return n;
+}
+
 void print_build_info() {
   std::printf("build: board %s, toolchain %s, runtime %s\n", DTORCH_BUILD_BOARD, DTORCH_BUILD_TOOLCHAIN,
               kRuntimeVersion);
@@ -170,9 +224,10 @@ bool check_manifest(const std::string& path, bool explicit_path, std::string* er
 int main(int argc, char** argv) {
   std::string model_path;
   std::vector<std::string> input_paths, output_paths;
-  int threads = 1, bench = 0;
+  const auto t_start = std::chrono::steady_clock::now();
+  int threads = 1, bench = 0, repeat = 0;
   KernelPolicy kernels = KernelPolicy::kFast;
-  bool self_test = false, info = false, profile = false, build_info = false;
+  bool self_test = false, info = false, profile = false, build_info = false, json = false;
   std::string manifest_path;
   for (int a = 1; a < argc; ++a) {
     const std::string arg = argv[a];
@@ -182,7 +237,7 @@ int main(int argc, char** argv) {
       return argv[++a];
     };
     if (arg == "--input" || arg == "--output" || arg == "--threads" || arg == "--bench" || arg == "--kernels" ||
-        arg == "--manifest") {
+        arg == "--manifest" || arg == "--repeat") {
       const char* v = value(arg.c_str());
       if (v == nullptr) return fail(arg + " needs a value; " + kUsage, 2);
       if (arg == "--input") input_paths.push_back(v);
@@ -192,6 +247,8 @@ int main(int argc, char** argv) {
         return fail(std::string("--threads needs an integer in 1..1024, got '") + v + "'", 2);
       else if (arg == "--bench" && !parse_int(v, 1, 100000000, &bench))
         return fail(std::string("--bench needs a positive number of runs, got '") + v + "'", 2);
+      else if (arg == "--repeat" && !parse_int(v, 1, 100000000, &repeat))
+        return fail(std::string("--repeat needs a positive number of runs, got '") + v + "'", 2);
       else if (arg == "--kernels" && !parse_kernel_policy(v, &kernels))
         return fail(std::string("--kernels needs fast, exact or portable, got '") + v + "'", 2);
     } else if (arg == "--self-test") {
@@ -202,6 +259,8 @@ int main(int argc, char** argv) {
       profile = true;
     } else if (arg == "--build-info") {
       build_info = true;
+    } else if (arg == "--json") {
+      json = true;
     } else if (arg == "-h" || arg == "--help") {
       std::printf("%s\n", kUsage);
       return 0;
@@ -229,8 +288,11 @@ int main(int argc, char** argv) {
     if (!check_manifest(path, !manifest_path.empty(), &err)) return fail(err);
   }
   if (profile && bench == 0) return fail(std::string("--profile needs --bench N (the number of runs); ") + kUsage, 2);
-  if (!info && !self_test && bench == 0 && input_paths.empty())
-    return fail(std::string("nothing to do: give --input/--output, --bench N, --self-test or --info; ") + kUsage, 2);
+  if (!info && !self_test && bench == 0 && repeat == 0 && input_paths.empty())
+    return fail(std::string("nothing to do: give --input/--output, --bench N, --repeat N, --self-test or --info; ") +
+                    kUsage,
+                2);
+  if (json && info) return fail(std::string("--info prints text; leave out --json (or --info)"), 2);
 
   SessionOptions options;
   options.num_threads = threads;
@@ -260,25 +322,55 @@ int main(int argc, char** argv) {
   std::vector<TensorView> views;
   for (const auto& a : arrays) views.push_back(a.view());
 
+  // --json: the report's fields (each ", \"key\": value"), printed as one object at the end; and the moment the
+  // first output exists, as its own line at once (an emulator runner times a fresh process to it).
+  std::string report;
+  bool first_done = false;
+  auto first_output = [&]() {
+    if (first_done) return;
+    first_done = true;
+    if (!json) return;
+    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
+    std::printf("{\"event\": \"first_output\", \"ms\": %s}\n", json_num(ms).c_str());
+    std::fflush(stdout);
+  };
+  auto shape_json = [](const Shape& sh) {
+    std::string out = "[";
+    for (int i = 0; i < sh.ndim; ++i) out += (i ? ", " : "") + std::to_string(sh.dims[i]);
+    return out + "]";
+  };
+
   if (!views.empty()) {
     st = session->Run(views.data(), views.size());
     if (!st.ok()) return fail(st.message());
+    first_output();
     for (size_t k = 0; k < output_paths.size(); ++k) {
       st = npy::save(output_paths[k], session->output(k));
       if (!st.ok()) return fail(st.message());
     }
-    if (output_paths.empty())
+    if (json) {
+      std::string outs;
+      for (size_t k = 0; k < n_out; ++k)
+        outs += std::string(k ? ", " : "") + "{\"name\": " + json_str(session->outputs()[k].name) +
+                ", \"dtype\": " + json_str(dtype_name(session->output(k).dtype)) +
+                ", \"shape\": " + shape_json(session->output(k).shape) + "}";
+      report += ", \"outputs\": [" + outs + "]";
+    } else if (output_paths.empty()) {
       for (size_t k = 0; k < n_out; ++k)
         std::printf("output %s: %s %s\n", session->outputs()[k].name.c_str(), dtype_name(session->output(k).dtype),
                     shape_str(session->output(k).shape).c_str());
+    }
   }
 
   std::vector<std::vector<uint8_t>> tv_in, tv_out;
   std::vector<Shape> tv_in_shapes, tv_out_shapes;
   std::vector<TensorView> tv_views;
-  if (self_test || (bench > 0 && views.empty())) {
+  if (self_test || ((bench > 0 || repeat > 0) && views.empty())) {
     st = session->TestVector(&tv_in, &tv_in_shapes, &tv_out, &tv_out_shapes);
-    if (!st.ok()) return fail(bench > 0 && !self_test ? "--bench needs --input files (" + st.message() + ")" : st.message());
+    if (!st.ok())
+      return fail((bench > 0 || repeat > 0) && !self_test
+                      ? std::string(bench > 0 ? "--bench" : "--repeat") + " needs --input files (" + st.message() + ")"
+                      : st.message());
     for (size_t k = 0; k < tv_in.size(); ++k) {
       // Copy into aligned memory: kernels may rely on natural alignment.
       npy::Array a = npy::make(session->inputs()[k].dtype, tv_in_shapes[k]);
@@ -288,9 +380,11 @@ int main(int argc, char** argv) {
     }
   }
 
+  int exit_code = 0;
   if (self_test) {
     st = session->Run(tv_views.data(), tv_views.size());
     if (!st.ok()) return fail(st.message());
+    first_output();
     bool pass = true;
     double worst = 0.0;
     for (size_t k = 0; k < n_out; ++k) {
@@ -313,14 +407,19 @@ int main(int argc, char** argv) {
       if (!(err <= tol)) pass = false;
       worst = std::max(worst, err);
     }
-    std::printf("self-test %s: max abs error %.3g\n", pass ? "PASS" : "FAIL", worst);
-    if (!pass) return 1;
+    if (json)
+      report += std::string(", \"self_test\": {\"pass\": ") + (pass ? "true" : "false") +
+                ", \"max_abs_error\": " + json_num(worst) + "}";
+    else
+      std::printf("self-test %s: max abs error %.3g\n", pass ? "PASS" : "FAIL", worst);
+    if (!pass) exit_code = 1;
   }
 
+  const std::vector<TensorView>& bv = views.empty() ? tv_views : views;
   if (bench > 0) {
-    const std::vector<TensorView>& bv = views.empty() ? tv_views : views;
     st = session->Run(bv.data(), bv.size());  // warm-up (plans memory)
     if (!st.ok()) return fail(st.message());
+    first_output();
     std::vector<double> ms(static_cast<size_t>(bench));
     for (int r = 0; r < bench; ++r) {
       const auto t0 = std::chrono::steady_clock::now();
@@ -331,8 +430,14 @@ int main(int argc, char** argv) {
     }
     std::sort(ms.begin(), ms.end());
     auto pct = [&](double q) { return ms[static_cast<size_t>(q * static_cast<double>(ms.size() - 1) + 0.5)]; };
-    std::printf("bench: %d runs, threads %d: min %.3f ms, median %.3f ms, p90 %.3f ms, p99 %.3f ms, max %.3f ms\n",
-                bench, threads, ms.front(), pct(0.5), pct(0.9), pct(0.99), ms.back());
+    if (json)
+      report += ", \"latency_ms\": {\"runs\": " + std::to_string(bench) + ", \"threads\": " +
+                std::to_string(threads) + ", \"min\": " + json_num(ms.front()) + ", \"p50\": " + json_num(pct(0.5)) +
+                ", \"p90\": " + json_num(pct(0.9)) + ", \"p99\": " + json_num(pct(0.99)) +
+                ", \"max\": " + json_num(ms.back()) + "}";
+    else
+      std::printf("bench: %d runs, threads %d: min %.3f ms, median %.3f ms, p90 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+                  bench, threads, ms.front(), pct(0.5), pct(0.9), pct(0.99), ms.back());
     if (profile) {
       const auto kernels = session->node_kernels();
       const size_t nn = kernels.size();
@@ -350,11 +455,40 @@ int main(int argc, char** argv) {
         med[i] = b[bench / 2] * 1e3;
         total += med[i];
       }
-      std::printf("profile: median per node over %d runs (ms, share of their sum %.3f ms)\n", bench, total);
-      for (size_t i = 0; i < nn; ++i)
-        std::printf("  node %3zu  %-22s %-9s %9.3f ms  %5.1f%%\n", i, kernels[i].op.c_str(), kernels[i].kernel_set.c_str(),
-                    med[i], total > 0 ? 100.0 * med[i] / total : 0.0);
+      if (json) {
+        std::string nodes;
+        for (size_t i = 0; i < nn; ++i)
+          nodes += std::string(i ? ", " : "") + "{\"op\": " + json_str(kernels[i].op) +
+                   ", \"kernel_set\": " + json_str(kernels[i].kernel_set) + ", \"ms\": " + json_num(med[i]) + "}";
+        report += ", \"profile\": [" + nodes + "]";
+      } else {
+        std::printf("profile: median per node over %d runs (ms, share of their sum %.3f ms)\n", bench, total);
+        for (size_t i = 0; i < nn; ++i)
+          std::printf("  node %3zu  %-22s %-9s %9.3f ms  %5.1f%%\n", i, kernels[i].op.c_str(),
+                      kernels[i].kernel_set.c_str(), med[i], total > 0 ? 100.0 * med[i] / total : 0.0);
+      }
     }
   }
-  return 0;
+
+  for (int r = 0; r < repeat; ++r) {  // nothing timed, nothing printed: the same instructions every time
+    st = session->Run(bv.data(), bv.size());
+    if (!st.ok()) return fail(st.message());
+    first_output();
+  }
+
+  if (json) {
+    const long long model_bytes = file_bytes(model_path), rss = process_peak_rss_bytes();
+    const size_t heap_peak = apps::heap_bytes_peak();
+    std::printf("{\"event\": \"report\", \"threads\": %d, \"kernels\": %s%s, \"memory\": {\"arena_bytes\": %llu, "
+                "\"heap_peak_bytes\": %zu, \"model_bytes\": %lld, \"runtime_peak_bytes\": %lld, "
+                "\"process_peak_rss_bytes\": %s}}\n",
+                threads, json_str(kernels == KernelPolicy::kFast ? "fast" : kernels == KernelPolicy::kExact ? "exact"
+                                                                                                      : "portable")
+                             .c_str(),
+                report.c_str(), static_cast<unsigned long long>(session->arena_bytes()), heap_peak, model_bytes,
+                static_cast<long long>(heap_peak) + (model_bytes > 0 ? model_bytes : 0),
+                rss < 0 ? "null" : std::to_string(rss).c_str());
+    std::fflush(stdout);
+  }
+  return exit_code;
 }

@@ -105,6 +105,7 @@ def test_errors_are_one_line(binaries: Path, chain: tuple[Path, np.ndarray, np.n
     np.save(tmp_path / "fortran.npy", np.asfortranarray(np.zeros((2, 8), np.float32)))
     np.save(tmp_path / "obj.npy", np.zeros(2, np.complex64))
     (tmp_path / "junk.dtm").write_bytes(b"not a model at all")
+    (tmp_path / "relu.dtm").write_bytes(relu_model().build())  # no bundled test vector
     cases = [
         ([], "no model given"),
         ([path], "nothing to do"),
@@ -120,11 +121,51 @@ def test_errors_are_one_line(binaries: Path, chain: tuple[Path, np.ndarray, np.n
         ([path, "--input", str(tmp_path / "fortran.npy")], "Fortran order"),
         ([path, "--input", str(tmp_path / "obj.npy")], "is not supported"),
         ([path, "--input", str(tmp_path / "wrong.npy"), "--input", str(tmp_path / "wrong.npy")], "1 input(s) but 2"),
+        ([path, "--repeat", "0"], "--repeat needs a positive number"),
+        ([str(tmp_path / "relu.dtm"), "--repeat", "2"], "--repeat needs --input files"),
+        ([path, "--info", "--json"], "--info prints text; leave out --json"),
     ]
     for args, message in cases:
         assert message in one_error_line(run(binaries, *args)), args
     r = run(binaries, path, "--input", str(tmp_path / "wrong.npy"))
     assert r.returncode == 1
+
+
+def test_json_report_and_first_output_event(binaries: Path, chain: tuple[Path, np.ndarray, np.ndarray],
+                                            tmp_path: Path) -> None:
+    import json
+
+    path, x, want = chain
+    np.save(tmp_path / "x.npy", x)
+    r = run(binaries, str(path), "--input", str(tmp_path / "x.npy"), "--output", str(tmp_path / "y.npy"), "--bench",
+            "4", "--json")
+    assert r.returncode == 0 and r.stderr == "", r.stderr
+    lines = [json.loads(line) for line in r.stdout.splitlines()]
+    assert [e["event"] for e in lines] == ["first_output", "report"]  # only JSON, the event first
+    assert lines[0]["ms"] > 0
+    rep = lines[1]
+    assert rep["outputs"] == [{"name": "y", "dtype": "float32", "shape": list(want.shape)}]
+    lat = rep["latency_ms"]
+    assert lat["runs"] == 4 and 0 < lat["min"] <= lat["p50"] <= lat["p90"] <= lat["p99"] <= lat["max"]
+    mem = rep["memory"]
+    assert mem["heap_peak_bytes"] >= mem["arena_bytes"] > 0  # the arena comes from the metered heap
+    assert mem["model_bytes"] == path.stat().st_size
+    assert mem["runtime_peak_bytes"] == mem["heap_peak_bytes"] + mem["model_bytes"]
+    assert mem["process_peak_rss_bytes"] > 0
+    np.testing.assert_allclose(np.load(tmp_path / "y.npy"), want, rtol=1e-6, atol=1e-6)
+    # --repeat: runs, prints nothing without --json
+    r = run(binaries, str(path), "--input", str(tmp_path / "x.npy"), "--repeat", "3")
+    assert r.returncode == 0 and r.stderr == ""
+    assert r.stdout.startswith("output y:")  # the one line of the first (untimed) run
+
+
+def test_json_self_test(binaries: Path, chain: tuple[Path, np.ndarray, np.ndarray]) -> None:
+    import json
+
+    r = run(binaries, str(chain[0]), "--self-test", "--json")
+    assert r.returncode == 0, r.stderr
+    rep = json.loads(r.stdout.splitlines()[-1])
+    assert rep["self_test"]["pass"] is True and rep["self_test"]["max_abs_error"] <= 1e-5
 
 
 def test_second_run_allocates_nothing(binaries: Path, chain: tuple[Path, np.ndarray, np.ndarray]) -> None:
