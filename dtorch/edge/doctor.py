@@ -1,7 +1,8 @@
 """`dtorch-edge doctor`: what the edge SDK finds on this machine, what is missing and the command that installs it.
 
-Every toolchain family for every architecture it targets, then the tools the build and the emulator need
-(qemu-aarch64, qemu-arm, qemu-riscv64, SCons).
+Every toolchain family for every architecture it targets, then the tools the build and the emulators need
+(qemu-aarch64, qemu-arm, qemu-riscv64 and their static builds, a C compiler for the QEMU plugin, a Docker engine
+that answers, SCons).
 """
 
 from __future__ import annotations
@@ -60,6 +61,14 @@ def check_tools(env: Mapping[str, str] | None = None) -> list[ToolCheck]:
         version = probe_version([path, "--version"]) if path else None
         out.append(ToolCheck(q, path is not None and version is not None, path, version,
                              apt_install_command("qemu-user"), "runs the board binaries (QEMU user mode)"))
+    for q in QEMU_BINARIES:
+        path = which(q + "-static", env)
+        out.append(ToolCheck(q + "-static", path is not None, path, None, apt_install_command("qemu-user-static"),
+                             "the docker runner's emulator (static, in a FROM scratch image)"))
+    cc = which("cc", env) or which("gcc", env)
+    out.append(ToolCheck("cc", cc is not None, cc, None, apt_install_command("gcc"),
+                         "builds the instruction-count QEMU plugin"))
+    out.append(_docker_check(env))
     path = which("scons", env)
     out.append(ToolCheck("scons", path is not None, path, None, apt_install_command("scons"), "the scons command"))
     spec = importlib.util.find_spec("SCons")
@@ -73,6 +82,24 @@ def check_tools(env: Mapping[str, str] | None = None) -> list[ToolCheck]:
                          os.path.dirname(spec.origin) if spec is not None and spec.origin else None, version,
                          pip_install_command("scons"), "dtorch-edge build drives SCons from Python"))
     return out
+
+
+def _docker_check(env: Mapping[str, str] | None) -> ToolCheck:
+    """The Docker engine the docker runner needs: installed, and answering."""
+    import subprocess
+
+    docker = which("docker", env)
+    purpose = "the docker runner (dtorch-edge emulate --runner docker)"
+    if docker is None:
+        return ToolCheck("docker engine", False, None, None, apt_install_command("docker.io"), purpose)
+    try:
+        r = subprocess.run([docker, "info", "--format", "{{.ServerVersion}}"], capture_output=True, text=True,
+                           timeout=10, env=dict(env) if env is not None else None)
+        version = r.stdout.strip() if r.returncode == 0 else None
+    except (OSError, subprocess.TimeoutExpired):
+        version = None
+    return ToolCheck("docker engine", bool(version), docker, version or None,
+                     "start it as root: dockerd --bridge=none --iptables=false &", purpose)
 
 
 def run_doctor(env: Mapping[str, str] | None = None, root: str | os.PathLike[str] | None = None) -> DoctorReport:
