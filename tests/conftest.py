@@ -13,3 +13,18 @@ for _p in (str(_TESTS), str(_TESTS.parent)):
     if _p in sys.path:
         sys.path.remove(_p)
     sys.path.insert(0, _p)
+
+
+def pytest_terminal_summary(terminalreporter, exitstatus, config):  # type: ignore[no-untyped-def]
+    """Every skip says why: one line per distinct reason, with how many tests it skipped (also under -q)."""
+    from collections import Counter
+
+    reasons: Counter[str] = Counter()
+    for rep in terminalreporter.stats.get("skipped", []):
+        longrepr = getattr(rep, "longrepr", None)
+        reason = longrepr[2] if isinstance(longrepr, tuple) and len(longrepr) == 3 else str(longrepr)
+        reasons[reason.removeprefix("Skipped: ")] += 1
+    if reasons:
+        terminalreporter.write_line("skipped tests, by reason:")
+        for reason, n in reasons.most_common():
+            terminalreporter.write_line(f"  {n:5d}  {reason}")
