@@ -25,6 +25,13 @@ def _peer_sizes() -> list[str]:
         total = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
         lines.append(f"- ONNX Runtime (onnxruntime wheel, x86-64, installed package folder): {total / 1e6:.1f} MB "
                      f"(no aarch64 wheel can be installed here to compare like for like)")
+    ort_arm = HERE.parent / "build" / "ort-aarch64" / "site" / "onnxruntime"
+    if ort_arm.is_dir():
+        total = sum(p.stat().st_size for p in ort_arm.rglob("*") if p.is_file())
+        lines.append(f"- ONNX Runtime's aarch64 wheel (manylinux, the package folder; prepared by "
+                     f"benchmarks/bench_emulated.py --prepare): {total / 1e6:.1f} MB, like for like with the bundle")
+    else:
+        lines.append("- ONNX Runtime's aarch64 wheel: not measured (run benchmarks/bench_emulated.py --prepare first)")
     et = _executorch_wheel()
     if et is not None:
         lines.append(et)
