@@ -24,7 +24,7 @@ def _peer_sizes() -> list[str]:
         folder = Path(spec.origin).parent
         total = sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
         lines.append(f"- ONNX Runtime (onnxruntime wheel, x86-64, installed package folder): {total / 1e6:.1f} MB "
-                     f"(no aarch64 wheel can be installed here to compare like for like)")
+                     f"(the host build; the aarch64 one, like for like with a board bundle, follows when prepared)")
     ort_arm = HERE.parent / "build" / "ort-aarch64" / "site" / "onnxruntime"
     if ort_arm.is_dir():
         total = sum(p.stat().st_size for p in ort_arm.rglob("*") if p.is_file())
