@@ -182,6 +182,18 @@ def installed_sizes() -> dict[str, int]:
     return out
 
 
+def cpu_description() -> str:
+    """The CPU model and the ISA the kernel sets care about (from /proc/cpuinfo)."""
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return platform.processor() or platform.machine()
+    model = next((ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("model name")), "?")
+    flags = set(next((ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), []))
+    isa = "AVX-512" if "avx512f" in flags else "AVX2 + FMA, no AVX-512" if {"avx2", "fma"} <= flags else "no AVX2"
+    return f"{model} ({isa})"
+
+
 def reading_text(res: dict) -> str:
     """The verdict on issue 3's targets from this run's figures (latency within 1.5x of ONNX Runtime; cold start and
     peak RSS below it)."""
@@ -258,7 +270,8 @@ def main() -> None:
            f"\"exact\" column is the policy that keeps the portable kernels' bits (AVX2 without FMA). "
            f"Cold start: a fresh Python process importing the runtime, loading the model and producing the first "
            f"output (median of {args.cold_runs}). "
-           f"Machine: {platform.machine()}, {os.cpu_count()} cores (shared VM). ONNX Runtime {onnxruntime.__version__} "
+           f"Machine: {platform.machine()}, {cpu_description()}, {os.cpu_count()} cores (shared VM). "
+           f"ONNX Runtime {onnxruntime.__version__} "
            f"(CPUExecutionProvider, models from torch.onnx.export of the PyTorch twins). Installed size: {size_line}.")
     table = header + "\n" + "\n".join(rows)
     print(table)
