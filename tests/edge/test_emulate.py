@@ -115,6 +115,19 @@ def test_bit_parity_with_the_host_on_real_digits(models, bundles, digits, board,
     assert "parity (emulated): PASS" in lines and "(estimate, not measured)" in lines
 
 
+def test_host_board_runs_natively_and_says_so(models, tmp_path):
+    _, path = models["simplenet"]
+    bundle = build_bundle("host", [path], out=tmp_path / "dist", compare_full=False, log=_quiet, progress=False).dist
+    rep = emulate("host", bundle=bundle, runner="local", runs=1, bench_runs=2, log=_quiet, progress=False)
+    j = rep.to_json()
+    assert j["emulated"] is False and j["label"] == "native" and j["latency_ms"]["label"] == "native"
+    assert j["parity"]["pass"] and j["instructions"]["per_inference"] is None
+    assert "runs natively" in j["instructions"]["note"]
+    assert "parity (native): PASS" in "\n".join(rep.lines())
+    # an RSS of dtorch-run itself (VmHWM after exec), not of the Python process that started it
+    assert j["memory"]["emulator_process_peak_rss_bytes"] < 30 * 2**20
+
+
 def test_instruction_count_is_the_same_on_every_run(models, bundles):
     _, path = models["simplenet"]
     counts = []

@@ -59,7 +59,8 @@ class EmulationReport:
         return bool(self.figures.get("memory", {}).get("fits", True))
 
     def to_json(self) -> dict[str, Any]:
-        return {"board": self.board, "runner": self.runner, "emulator": self.emulator, "emulated": True,
+        return {"board": self.board, "runner": self.runner, "emulator": self.emulator,
+                "emulated": self.figures.get("label") != "native",
                 "model": self.model, "bundle": self.bundle, **self.figures}
 
     def lines(self) -> list[str]:
@@ -254,6 +255,7 @@ def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, sample
              eager: Callable[[list[np.ndarray]], list[np.ndarray]] | None, progress: bool) -> dict[str, Any]:
     import dtorch.runtime as rt
 
+    mode = "native" if b.emulator.kind == "native" else "emulated"  # the host board runs for real
     steps = len(samples) + runs + 1 + (2 if count_instructions and CAP_INSTRUCTIONS in r.capabilities else 0)
     bar = None
     if progress:
@@ -313,7 +315,7 @@ def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, sample
                   "vs_host_max_abs": worst_host,
                   "vs_eager_max_rel": worst_eager if eager_checked else None, "eager_checked": eager_checked,
                   "eager_tolerance": PARITY_TOLERANCE,
-                  "pass": bool(bits_equal and eager_ok), "label": "emulated"}
+                  "pass": bool(bits_equal and eager_ok), "label": mode}
 
         # cold start: fresh processes to their first output
         first_args = [model_arg, *input_args(0, samples[0][1]), "--json", "--threads", str(threads)]
@@ -332,28 +334,31 @@ def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, sample
                 "in_process_median_ms": statistics.median(inside) if inside else None,
                 "what": ("exec of a fresh dtorch-run under the emulator to its first output" +
                          (" (includes the container's start)" if r.name == "docker" else "")),
-                "label": "emulated"}
+                "label": mode}
 
         # latency and memory: one process, M timed runs after a warm-up
         res = r.run([*first_args, "--bench", str(bench_runs)], timeout=timeout)
         rep = _json_lines(res, "the latency run")
         step()
         lat = dict(rep["latency_ms"])
-        lat["label"] = "emulated"
+        lat["label"] = mode
         mem = dict(rep["memory"])
         ram = b.ram_mb * 2**20
-        mem["emulator_process_peak_rss_bytes"] = res.peak_rss_bytes if res.peak_rss_bytes else \
-            mem.pop("process_peak_rss_bytes", None)
-        mem.pop("process_peak_rss_bytes", None)
+        # VmHWM as the process saw it (exec starts a new address space, so it is the emulator's, or dtorch-run's on a
+        # native board); wait4's figure also counts the Python parent's pages the child held before exec.
+        guest_rss = mem.pop("process_peak_rss_bytes", None)
+        mem["emulator_process_peak_rss_bytes"] = guest_rss if guest_rss else res.peak_rss_bytes
         mem.update({"board_ram_bytes": ram, "fits": mem["runtime_peak_bytes"] <= ram,
                     "what": "runtime peak = heap high-water (arena, outputs, inputs, runtime state) + the mapped "
                             "model file; the emulator process's RSS includes QEMU itself",
-                    "label": "emulated"})
+                    "label": mode})
 
         # guest instructions per inference
-        insns: dict[str, Any] = {"per_inference": None, "label": "emulated"}
+        insns: dict[str, Any] = {"per_inference": None, "label": mode}
         if not count_instructions:
             insns["note"] = "not counted (--no-instructions)"
+        elif b.emulator.kind == "native":
+            insns["note"] = "not counted: the host board runs natively, without an emulator to count guest instructions"
         elif CAP_INSTRUCTIONS not in r.capabilities:
             insns["note"] = f"the {r.name} runner cannot count instructions (use --runner local)"
         else:
@@ -372,4 +377,4 @@ def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, sample
         if bar is not None:
             bar.close()
     return {"parity": parity, "cold_start": cold, "latency_ms": lat, "memory": mem, "instructions": insns,
-            "threads": threads}
+            "threads": threads, "label": mode}

@@ -21,21 +21,22 @@ def _kb(n: float | None) -> str:
 def human_lines(rep: Any) -> list[str]:
     f = rep.figures
     p, c, lat, mem, ins = f["parity"], f["cold_start"], f["latency_ms"], f["memory"], f["instructions"]
+    tag = f.get("label", "emulated")
     eager = ("n/a (no eager reference: export with bundle_example=True)" if p["vs_eager_max_rel"] is None
              else f"{p['vs_eager_max_rel']:.2e} x output scale (tolerance {p['eager_tolerance']:g})")
-    lines = [f"{rep.board}: {rep.runner} runner, {rep.emulator}; all figures emulated unless marked estimate",
-             f"  parity (emulated): {'PASS' if p['pass'] else 'FAIL'}: host runtime bits "
+    lines = [f"{rep.board}: {rep.runner} runner, {rep.emulator}; all figures {tag} unless marked estimate",
+             f"  parity ({tag}): {'PASS' if p['pass'] else 'FAIL'}: host runtime bits "
              f"{'identical' if p['host_bits_equal'] else 'DIFFER'} (max abs diff {p['vs_host_max_abs']:.2e}), vs eager "
              f"{eager}; {len(p['inputs'])} input(s)",
-             f"  cold start (emulated): {c['median_ms']:.1f} ms median of {c['runs']} fresh processes "
+             f"  cold start ({tag}): {c['median_ms']:.1f} ms median of {c['runs']} fresh processes "
              f"({c['what']}); inside dtorch-run {c['in_process_median_ms']:.1f} ms",
-             f"  latency (emulated): p50 {lat['p50']:.2f} ms, p90 {lat['p90']:.2f} ms, p99 {lat['p99']:.2f} ms over "
+             f"  latency ({tag}): p50 {lat['p50']:.2f} ms, p90 {lat['p90']:.2f} ms, p99 {lat['p99']:.2f} ms over "
              f"{lat['runs']} runs, {lat['threads']} thread(s)"]
     if ins.get("per_inference") is not None:
-        lines.append(f"  guest instructions per inference (emulated, deterministic): {ins['per_inference']:,}")
+        lines.append(f"  guest instructions per inference ({tag}, deterministic): {ins['per_inference']:,}")
     else:
         lines.append(f"  guest instructions: {ins.get('note', 'not counted')}")
-    lines.append(f"  peak memory (emulated): runtime {_mb(mem['runtime_peak_bytes'])} (heap {_mb(mem['heap_peak_bytes'])}"
+    lines.append(f"  peak memory ({tag}): runtime {_mb(mem['runtime_peak_bytes'])} (heap {_mb(mem['heap_peak_bytes'])}"
                  f" incl. arena {_mb(mem['arena_bytes'])}, model {_mb(mem['model_bytes'])}); emulator process RSS "
                  f"{_mb(mem.get('emulator_process_peak_rss_bytes'))}; board RAM {_mb(mem['board_ram_bytes'])}: "
                  + ("fits" if mem["fits"] else "FAIL: the model does not fit"))
