@@ -334,11 +334,7 @@ int main(int argc, char** argv) {
     std::printf("{\"event\": \"first_output\", \"ms\": %s}\n", json_num(ms).c_str());
     std::fflush(stdout);
   };
-  auto shape_json = [](const Shape& sh) {
-    std::string out = "[";
-    for (int i = 0; i < sh.ndim; ++i) out += (i ? ", " : "") + std::to_string(sh.dims[i]);
-    return out + "]";
-  };
+
 
   if (!views.empty()) {
     st = session->Run(views.data(), views.size());
@@ -353,7 +349,7 @@ int main(int argc, char** argv) {
       for (size_t k = 0; k < n_out; ++k)
         outs += std::string(k ? ", " : "") + "{\"name\": " + json_str(session->outputs()[k].name) +
                 ", \"dtype\": " + json_str(dtype_name(session->output(k).dtype)) +
-                ", \"shape\": " + shape_json(session->output(k).shape) + "}";
+                ", \"shape\": " + shape_str(session->output(k).shape) + "}";
       report += ", \"outputs\": [" + outs + "]";
     } else if (output_paths.empty()) {
       for (size_t k = 0; k < n_out; ++k)
@@ -482,9 +478,7 @@ int main(int argc, char** argv) {
     std::printf("{\"event\": \"report\", \"threads\": %d, \"kernels\": %s%s, \"memory\": {\"arena_bytes\": %llu, "
                 "\"heap_peak_bytes\": %zu, \"model_bytes\": %lld, \"runtime_peak_bytes\": %lld, "
                 "\"process_peak_rss_bytes\": %s}}\n",
-                threads, json_str(kernels == KernelPolicy::kFast ? "fast" : kernels == KernelPolicy::kExact ? "exact"
-                                                                                                      : "portable")
-                             .c_str(),
+                threads, json_str(kernel_policy_name(kernels)).c_str(),
                 report.c_str(), static_cast<unsigned long long>(session->arena_bytes()), heap_peak, model_bytes,
                 static_cast<long long>(heap_peak) + (model_bytes > 0 ? model_bytes : 0),
                 rss < 0 ? "null" : std::to_string(rss).c_str());

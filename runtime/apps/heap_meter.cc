@@ -72,7 +72,6 @@ __attribute__((noinline)) void aligned_delete(void* p) {
 
 namespace dtorch {
 namespace apps {
-size_t heap_bytes_now() { return g_now.load(std::memory_order_relaxed); }
 size_t heap_bytes_peak() { return g_peak.load(std::memory_order_relaxed); }
 }  // namespace apps
 }  // namespace dtorch

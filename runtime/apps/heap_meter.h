@@ -8,7 +8,6 @@
 namespace dtorch {
 namespace apps {
 
-size_t heap_bytes_now();   // bytes held through operator new right now
 size_t heap_bytes_peak();  // the most ever held at once since the process started
 
 }  // namespace apps
