@@ -29,7 +29,7 @@ from typing import Any
 from .._fileio import write_atomic
 from .oplist import OpList, OpListError
 
-__all__ = ["BuildError", "BuildResult", "build_bundle"]
+__all__ = ["BuildError", "BuildResult", "build_bundle", "sample_files", "zero_inputs"]
 
 
 class BuildError(RuntimeError):
@@ -148,6 +148,30 @@ def _kernel_bytes(plan: Any, root: Path, workdir: Path) -> dict[str, int]:
     return out
 
 
+def sample_files(data: Sequence[str | os.PathLike[str]]) -> list[Path]:
+    """The .npy files `data` names: files as given, folders as their .npy files (sorted); BuildError for an item
+    that names none."""
+    files: list[Path] = []
+    for item in data:
+        p = Path(item)
+        found = sorted(p.glob("*.npy")) if p.is_dir() else [p] if p.is_file() else []
+        if not found:
+            raise BuildError(f"sample inputs not found: {str(p)!r} (give .npy files or a folder of them)")
+        files += found
+    return files
+
+
+def zero_inputs(dtm: Any) -> list[Any]:
+    """Zeros of a read model's (dtorch._export.reader.DtmFile) input shapes, dynamic dimensions at 1."""
+    import numpy as np
+
+    out = []
+    for t in dtm.inputs:
+        info = dtm.tensors[t]
+        out.append(np.zeros([d if isinstance(d, int) and d >= 0 else 1 for d in info.dims], dtype=info.dtype))
+    return out
+
+
 def _last_line(r: subprocess.CompletedProcess[str]) -> str:
     """The last line a failed dtorch-run printed (its one-line error), or its exit status."""
     text = (r.stderr or r.stdout).strip()
@@ -178,11 +202,9 @@ def _verify(exe: Path, models: Sequence[Path], workdir: Path, data: Sequence[Pat
             import numpy as np
 
             inputs = []
-            for k, t in enumerate(f.inputs):
-                info = f.tensors[t]
-                shape = [d if isinstance(d, int) and d >= 0 else 1 for d in info.dims]  # dynamic: 1
+            for k, zeros in enumerate(zero_inputs(f)):
                 p = workdir / f"verify_{m.stem}_{k}.npy"
-                np.save(p, np.zeros(shape, dtype=info.dtype))
+                np.save(p, zeros)
                 inputs += ["--input", str(p)]
             cmd = [str(exe), str(m), *inputs, "--bench", "1"]
             what = f"{m.name}: zeros of its input shapes (no bundled test vector)"
@@ -210,13 +232,7 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
         if not m.is_file():
             raise BuildError(f"model not found: {str(m)!r}; export one with dt.export(model, example, 'model.dtm')")
     op_list = _op_list(model_paths, ops)
-    samples: list[Path] = []
-    for item in data:
-        p = Path(item)
-        found = sorted(p.glob("*.npy")) if p.is_dir() else [p] if p.is_file() else []
-        if not found:
-            raise BuildError(f"sample inputs not found: {str(p)!r} (give .npy files or a folder of them)")
-        samples += found
+    samples = sample_files(data)
     try:
         plan = make_plan(board, toolchain=toolchain, ops=op_list, root=root)
         host_plan = None if plan.board.name == "host" or not verify else make_plan("host", ops=op_list, root=root)

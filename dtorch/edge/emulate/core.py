@@ -135,28 +135,25 @@ def _load_bundle(board: Any, bundle: Path, model: Path | None) -> tuple[Path, di
 
 def _inputs(dtm: Any, data: Sequence[str | os.PathLike[str]]) -> list[tuple[str, list[np.ndarray]]]:
     """(label, arrays) per run: the data files, else the bundled test vector, else zeros of the input shapes."""
+    from ..build import BuildError, sample_files, zero_inputs
+
+    try:
+        files = sample_files(data)
+    except BuildError as e:
+        raise EmulateError(str(e)) from None
+    if files and len(dtm.inputs) != 1:
+        raise EmulateError(f"--data feeds single-input models; this one has {len(dtm.inputs)} inputs")
     runs: list[tuple[str, list[np.ndarray]]] = []
-    for item in data:
-        p = Path(item)
-        files = sorted(p.glob("*.npy")) if p.is_dir() else [p] if p.is_file() else []
-        if not files:
-            raise EmulateError(f"sample inputs not found: {str(p)!r} (give .npy files or a folder of them)")
-        if len(dtm.inputs) != 1:
-            raise EmulateError(f"--data feeds single-input models; this one has {len(dtm.inputs)} inputs")
-        for f in files:
-            try:
-                runs.append((f.name, [np.load(f, allow_pickle=False)]))
-            except (OSError, ValueError) as e:
-                raise EmulateError(f"cannot read {f}: {e}") from None
+    for f in files:
+        try:
+            runs.append((f.name, [np.load(f, allow_pickle=False)]))
+        except (OSError, ValueError) as e:
+            raise EmulateError(f"cannot read {f}: {e}") from None
     if runs:
         return runs
     if dtm.test_vector is not None:
         return [("bundled test vector", [np.asarray(a) for a in dtm.test_vector["inputs"]])]
-    arrays = []
-    for t in dtm.inputs:
-        info = dtm.tensors[t]
-        arrays.append(np.zeros([d if isinstance(d, int) and d >= 0 else 1 for d in info.dims], dtype=info.dtype))
-    return [("zeros (no data and no bundled test vector)", arrays)]
+    return [("zeros (no data and no bundled test vector)", zero_inputs(dtm))]
 
 
 def _json_lines(r: RunResult, what: str) -> dict[str, Any]:
@@ -276,6 +273,8 @@ def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, sample
             args += ["--input", r.work(name)]
         return args
 
+    sample_args = [input_args(k, arrays) for k, (_, arrays) in enumerate(samples)]  # written once, run many times
+
     try:
         # parity: every sample, board dtorch-run (exact kernels: the portable bits) vs the host runtime and eager
         host = rt.InferenceSession(str(dtm_path), kernels="portable")
@@ -285,7 +284,7 @@ def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, sample
         digests = []
         for k, (label, arrays) in enumerate(samples):
             outs = [f"out_{k}_{j}.npy" for j in range(len(dtm.outputs))]
-            args = [model_arg, *input_args(k, arrays), "--kernels", "exact", "--json", "--threads", str(threads)]
+            args = [model_arg, *sample_args[k], "--kernels", "exact", "--json", "--threads", str(threads)]
             for o in outs:
                 args += ["--output", r.work(o)]
             res = r.run(args, timeout=timeout)
@@ -318,7 +317,7 @@ def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, sample
                   "pass": bool(bits_equal and eager_ok), "label": mode}
 
         # cold start: fresh processes to their first output
-        first_args = [model_arg, *input_args(0, samples[0][1]), "--json", "--threads", str(threads)]
+        first_args = [model_arg, *sample_args[0], "--json", "--threads", str(threads)]
         walls, inside = [], []
         for _ in range(runs):
             res = r.run(first_args, timeout=timeout)
@@ -344,10 +343,9 @@ def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, sample
         lat["label"] = mode
         mem = dict(rep["memory"])
         ram = b.ram_mb * 2**20
-        # VmHWM as the process saw it (exec starts a new address space, so it is the emulator's, or dtorch-run's on a
-        # native board); wait4's figure also counts the Python parent's pages the child held before exec.
-        guest_rss = mem.pop("process_peak_rss_bytes", None)
-        mem["emulator_process_peak_rss_bytes"] = guest_rss if guest_rss else res.peak_rss_bytes
+        # VmHWM as the process saw it: exec starts a new address space, so it is the emulator's (or dtorch-run's on a
+        # native board) alone, without the pages of the Python process that started it.
+        mem["emulator_process_peak_rss_bytes"] = mem.pop("process_peak_rss_bytes", None)
         mem.update({"board_ram_bytes": ram, "fits": mem["runtime_peak_bytes"] <= ram,
                     "what": "runtime peak = heap high-water (arena, outputs, inputs, runtime state) + the mapped "
                             "model file; the emulator process's RSS includes QEMU itself",
@@ -362,7 +360,7 @@ def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, sample
         elif CAP_INSTRUCTIONS not in r.capabilities:
             insns["note"] = f"the {r.name} runner cannot count instructions (use --runner local)"
         else:
-            base = [model_arg, *input_args(0, samples[0][1]), "--threads", "1"]
+            base = [model_arg, *sample_args[0], "--threads", "1"]
             counts = []
             for n in (1, 2):
                 c = r.run([*base, "--repeat", str(n)], timeout=timeout, count_instructions=True)

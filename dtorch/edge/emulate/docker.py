@@ -2,8 +2,7 @@
 (qemu-user-static) and the bundle, run with --network none. Nothing is pulled; the image is built from a local
 folder (emulation/docker/Dockerfile.in), tagged by the bundle's contents so an unchanged bundle reuses it.
 
-Static QEMU binaries cannot load TCG plugins, so this runner does not count instructions; the host reads no RSS of
-the emulator inside the container either (dtorch-run's own report, read inside the guest, still gives it).
+Static QEMU binaries cannot load TCG plugins, so this runner does not count instructions.
 The engine must be running (as root: dockerd --bridge=none --iptables=false &, which creates no network).
 """
 

@@ -1,10 +1,9 @@
 """The local runner: the board's QEMU user-mode emulator on this machine (``qemu-aarch64 -cpu cortex-a76 ...``),
 or the binary itself for the host board.
 
-It reads the emulator process's peak RSS from the kernel (wait4) and counts guest instructions with the project's
-TCG plugin (emulation/qemu/insn_count.c, built on first use). Counted runs disable address-space randomization
-(``setarch -R``): where the heap and stack land changes a few instructions of the C library's memcpy/memset
-alignment paths, and the count must be the same on every run.
+It counts guest instructions with the project's TCG plugin (emulation/qemu/insn_count.c, built on first use).
+Counted runs disable address-space randomization (``setarch -R``): where the heap and stack land changes a few
+instructions of the C library's memcpy/memset alignment paths, and the count must be the same on every run.
 """
 
 from __future__ import annotations
@@ -16,7 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from .errors import EmulateError, RunnerUnavailable
-from .runner import CAP_INSTRUCTIONS, CAP_PROCESS_RSS, Runner, RunResult, run_process
+from .runner import CAP_INSTRUCTIONS, Runner, RunResult, run_process
 
 __all__ = ["LocalRunner"]
 
@@ -26,10 +25,7 @@ class LocalRunner(Runner):
 
     def __init__(self, board, profile, bundle: Path, workdir: Path) -> None:  # type: ignore[no-untyped-def]
         super().__init__(board, profile, bundle, workdir)
-        caps = {CAP_PROCESS_RSS}
-        if profile.plugins:
-            caps.add(CAP_INSTRUCTIONS)
-        self.capabilities = frozenset(caps)
+        self.capabilities = frozenset({CAP_INSTRUCTIONS} if profile.plugins else set())
         self._plugin: Path | None = None
 
     def check(self) -> None:
@@ -64,8 +60,7 @@ class LocalRunner(Runner):
 
     def run(self, args: Sequence[str], *, timeout: float, count_instructions: bool = False) -> RunResult:
         if not count_instructions:
-            return run_process(self._argv(args, None), timeout=timeout, what=f"dtorch-run on {self.board.name}",
-                               measure_rss=True)
+            return run_process(self._argv(args, None), timeout=timeout, what=f"dtorch-run on {self.board.name}")
         if CAP_INSTRUCTIONS not in self.capabilities:
             raise EmulateError(f"the {self.profile.kind} emulator cannot count instructions")
         if self._plugin is None:
@@ -80,8 +75,7 @@ class LocalRunner(Runner):
             count_file = Path(d) / "count.txt"
             argv = [setarch, platform.machine(), "-R",
                     *self._argv(args, f"{self._plugin},outfile={count_file}")]
-            r = run_process(argv, timeout=timeout, what=f"dtorch-run on {self.board.name} (counting instructions)",
-                            measure_rss=True)
+            r = run_process(argv, timeout=timeout, what=f"dtorch-run on {self.board.name} (counting instructions)")
             if r.returncode == 0:
                 try:
                     r.instructions = int(count_file.read_text().split()[0])

@@ -21,11 +21,10 @@ from pathlib import Path
 
 from .errors import EmulateError, RunTimeout
 
-__all__ = ["CAP_INSTRUCTIONS", "CAP_PROCESS_RSS", "RunResult", "Runner"]
+__all__ = ["CAP_INSTRUCTIONS", "RunResult", "Runner"]
 
 #: Capabilities a runner may have.
 CAP_INSTRUCTIONS = "instructions"  # counts guest instructions (a TCG plugin)
-CAP_PROCESS_RSS = "process_rss"    # reads the emulator process's peak RSS from the host
 
 
 @dataclass
@@ -35,7 +34,6 @@ class RunResult:
     stderr: str
     wall_s: float                       # exec (or container start) to exit
     first_output_s: float | None = None  # exec to dtorch-run's {"event": "first_output"} line
-    peak_rss_bytes: int | None = None    # of the emulator process, when the runner can read it
     instructions: int | None = None      # guest instructions, when counted
     argv: list[str] = field(default_factory=list)
 
@@ -83,16 +81,14 @@ class Runner(ABC):
         """Release what prepare() made."""
 
 
-def run_process(argv: Sequence[str], *, timeout: float, what: str, kill: Callable[[subprocess.Popen], None] | None = None,
-                preexec_fn: Callable[[], None] | None = None, measure_rss: bool = False,
-                env: dict[str, str] | None = None) -> RunResult:
+def run_process(argv: Sequence[str], *, timeout: float, what: str,
+                kill: Callable[[subprocess.Popen], None] | None = None) -> RunResult:
     """Start `argv`, read its output as it comes (noting when the first_output line arrives), and wait for it at
-    most `timeout` seconds; on timeout the process group is killed (or `kill` is called) and RunTimeout raised.
-    `measure_rss`: reap the child with wait4 and report its peak RSS."""
+    most `timeout` seconds; on timeout the process group is killed (or `kill` is called) and RunTimeout raised."""
     t0 = time.perf_counter()
     try:
         proc = subprocess.Popen(list(argv), stdout=subprocess.PIPE, stderr=subprocess.PIPE, stdin=subprocess.DEVNULL,
-                                start_new_session=True, preexec_fn=preexec_fn, env=env)
+                                start_new_session=True)
     except OSError as e:
         raise EmulateError(f"cannot start {what}: {e}") from None
     out: list[str] = []
@@ -112,36 +108,25 @@ def run_process(argv: Sequence[str], *, timeout: float, what: str, kill: Callabl
         for raw in iter(proc.stderr.readline, b""):
             err.append(raw.decode("utf-8", "replace"))
 
-    status: list[tuple[int, int | None]] = []
-
-    def reap() -> None:
-        if measure_rss:
-            _, st, usage = os.wait4(proc.pid, 0)
-            proc.returncode = os.waitstatus_to_exitcode(st)
-            status.append((proc.returncode, int(usage.ru_maxrss) * 1024))
-        else:
-            status.append((proc.wait(), None))
-
     readers = [threading.Thread(target=read_out, daemon=True), threading.Thread(target=read_err, daemon=True)]
-    waiter = threading.Thread(target=reap, daemon=True)
-    for t in (*readers, waiter):
+    for t in readers:
         t.start()
-    waiter.join(timeout)
-    if waiter.is_alive():
+    try:
+        rc = proc.wait(timeout)
+    except subprocess.TimeoutExpired:
         if kill is not None:
             kill(proc)
         try:
             os.killpg(proc.pid, signal.SIGKILL)
         except (ProcessLookupError, PermissionError):
             pass
-        waiter.join(10)
+        proc.wait(10)
         for t in readers:
             t.join(2)
         raise RunTimeout(f"{what} did not finish within {timeout:g} s and was killed; a hang or a model too slow "
-                         f"under emulation: raise --timeout, or use smaller inputs")
+                         f"under emulation: raise --timeout, or use smaller inputs") from None
     wall = time.perf_counter() - t0
     for t in readers:
         t.join(10)
-    rc, rss = status[0]
     return RunResult(returncode=rc, stdout="".join(out), stderr="".join(err), wall_s=wall,
-                     first_output_s=first[0] if first else None, peak_rss_bytes=rss, argv=list(argv))
+                     first_output_s=first[0] if first else None, argv=list(argv))
