@@ -36,19 +36,7 @@ const KernelDef* fallback() {
   return k;
 }
 
-struct Geo : kernels::ConvGeometry {
-  bool depthwise, gemm;
-};
-
-// The geometry of inputs the fallback's infer has accepted (shapes and attributes are valid).
-Status geometry(const Attrs& attrs, const TensorView* in, const Shape& out, Geo* g) {
-  DTORCH_RETURN_IF_ERROR(kernels::conv_geometry(kOp, attrs, in, out, g));
-  // 32-bit gather indices: a plane's positions (and a padded row offset) must fit.
-  const bool fits32 = kernels::conv_fits_int32_offsets(*g);
-  g->depthwise = g->cg == 1 && g->og == 1 && fits32;
-  g->gemm = !g->depthwise && fits32;
-  return Status::Ok();
-}
+using Geo = kernels::FmaConvGeometry;  // read after the fallback's infer accepted the node
 
 size_t gemm_scratch(const Geo& g) {  // the packed weights of every group
   return static_cast<size_t>(k2::packed_a_floats(g.og, g.cg * g.kh * g.kw) * g.groups) * sizeof(float);
@@ -59,7 +47,7 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
   if (f == nullptr) return op_error(StatusCode::kInternal, kOp, "no bit-exact kernel is registered");
   DTORCH_RETURN_IF_ERROR(f->infer(attrs, in, n_in, out, n_out, scratch_bytes));
   Geo g{};
-  DTORCH_RETURN_IF_ERROR(geometry(attrs, in, out[0], &g));
+  DTORCH_RETURN_IF_ERROR(kernels::fma_conv_geometry(kOp, attrs, in, out[0], &g));
   if (g.gemm) *scratch_bytes = gemm_scratch(g);
   if (g.depthwise) *scratch_bytes = 0;
   return Status::Ok();
@@ -326,7 +314,7 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   if (in[0].shape.ndim != 4 || in[1].shape.ndim != 4 || out[0].shape.ndim != 4)
     return f->run(ctx, in, n_in, out, n_out);  // the fallback reports the error
   Geo g{};
-  DTORCH_RETURN_IF_ERROR(geometry(*ctx.attrs, in, out[0].shape, &g));
+  DTORCH_RETURN_IF_ERROR(kernels::fma_conv_geometry(kOp, *ctx.attrs, in, out[0].shape, &g));
   if (!kernels::conv_shapes_agree(g, in, out[0]) || (!g.gemm && !g.depthwise))
     return f->run(ctx, in, n_in, out, n_out);  // other cases, or shapes infer did not accept: the fallback decides
   const float* x = in[0].as<const float>();

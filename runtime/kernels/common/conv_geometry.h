@@ -71,6 +71,22 @@ inline bool conv_fits_int32_offsets(const ConvGeometry& g) {
          g.h + g.kh * g.dh + g.pt < k30;
 }
 
+// The geometry as the FMA kernel sets (avx2, avx512) read it: depthwise (one input and one output channel per
+// group: their direct kernel) or a GEMM (everything else); neither when a plane's offsets do not fit their 32-bit
+// gather indices (the bit-exact kernel runs it).
+struct FmaConvGeometry : ConvGeometry {
+  bool depthwise, gemm;
+};
+
+inline Status fma_conv_geometry(const char* op, const Attrs& attrs, const TensorView* in, const Shape& out,
+                                FmaConvGeometry* g) {
+  DTORCH_RETURN_IF_ERROR(conv_geometry(op, attrs, in, out, g));
+  const bool fits32 = conv_fits_int32_offsets(*g);
+  g->depthwise = g->cg == 1 && g->og == 1 && fits32;
+  g->gemm = !g->depthwise && fits32;
+  return Status::Ok();
+}
+
 // Valid output columns [lo, hi) for kernel offset `off`: 0 <= o * stride + off < size, o < out.
 inline void conv_valid_range(int64_t off, int64_t stride, int64_t size, int64_t out, int64_t* lo, int64_t* hi) {
   int64_t l = off >= 0 ? 0 : ceil_div(-off, stride);
