@@ -219,10 +219,11 @@ def _verify(exe: Path, models: Sequence[Path], workdir: Path, data: Sequence[Pat
 def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, ops: str | None = None,
                  toolchain: str | None = None, out: str | os.PathLike[str] = "dist", jobs: int | None = None,
                  verify: bool = True, compare_full: bool = True, log: Callable[[str], None] = print,
-                 progress: bool = True, data: Sequence[str | os.PathLike[str]] = ()) -> BuildResult:
+                 progress: bool = True, data: Sequence[str | os.PathLike[str]] = (),
+                 profile: str | None = None) -> BuildResult:
     from .. import __version__
     from .boards import BoardError
-    from .build_plan import PlanError, make_plan
+    from .build_plan import CORE_FLAGS, PlanError, make_plan
     from .resources import resource_root
     from .toolchains import ToolchainError
 
@@ -234,7 +235,7 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
     op_list = _op_list(model_paths, ops)
     samples = sample_files(data)
     try:
-        plan = make_plan(board, toolchain=toolchain, ops=op_list, root=root)
+        plan = make_plan(board, toolchain=toolchain, ops=op_list, root=root, profile=profile)
         host_plan = None if plan.board.name == "host" or not verify else make_plan("host", ops=op_list, root=root)
     except (BoardError, ToolchainError, PlanError, OpListError) as e:
         raise BuildError(str(e)) from None
@@ -248,7 +249,8 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
         return path
 
     def scons_args(p: Any) -> list[str]:
-        return [f"board={p.board.name}", f"toolchain={p.toolchain.family}", f"ops={ops_file(p)}"]
+        return [f"board={p.board.name}", f"toolchain={p.toolchain.family}", f"ops={ops_file(p)}",
+                *([f"profile={p.profile}"] if p.profile_overridden else [])]
 
     def run_build(p: Any, what: str) -> bool:
         """Builds plan `p`; returns True when it was already up to date."""
@@ -273,7 +275,7 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
         return False
 
     log(f"board {plan.board.name} ({plan.board.arch}), toolchain {plan.toolchain.family} ({plan.found.version}), "
-        f"{len(op_list.entries())} op(s): {', '.join(op_list.entries())}")
+        f"profile {plan.profile}, {len(op_list.entries())} op(s): {', '.join(op_list.entries())}")
     up_to_date = run_build(plan, f"dtorch-run for {plan.board.name}")
     exe = root / plan.variant / "dtorch-run"
     log(f"{'up to date, nothing rebuilt' if up_to_date else 'built'}: {exe.relative_to(root)}")
@@ -289,7 +291,8 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
 
     full_bytes = None
     if compare_full and not op_list.all_ops:
-        full = make_plan(plan.board, toolchain=plan.toolchain.family, ops=OpList.everything(), root=root)
+        full = make_plan(plan.board, toolchain=plan.toolchain.family, ops=OpList.everything(), root=root,
+                         profile=plan.profile)
         run_build(full, f"the full runtime for {plan.board.name} (size comparison)")
         full_bytes = (root / full.variant / "dtorch-run").stat().st_size
     with tempfile.TemporaryDirectory() as d:
@@ -309,7 +312,9 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
     manifest = {
         "board": plan.board.name, "arch": plan.board.arch,
         "toolchain": {"name": plan.toolchain.family, "version": plan.found.version},
-        "flags": {"cxxflags": list(plan.compile_flags), "ldflags": list(plan.flags.ldflags),
+        "profile": plan.profile,
+        "flags": {"cxxflags": list(plan.compile_flags), "core_cxxflags": list(CORE_FLAGS),
+                  "ldflags": list(plan.link_flags),
                   "libs": list(plan.flags.libs), "lto": plan.flags.lto},
         "dtorch_version": __version__, "runtime_version": plan.runtime_version,
         "runtime_hash": plan.runtime_hash, "opset_hash": plan.opset_hash,

@@ -27,18 +27,35 @@ from .kernel_sets import host_arch, kernel_sets
 from .oplist import OpList, OpListError, kernel_catalog
 from .toolchains import BuildFlags, Found, Toolchain, select_toolchain
 
-__all__ = ["BuildPlan", "PlanError", "make_plan", "LANGUAGE_FLAGS"]
+__all__ = ["BuildPlan", "PlanError", "make_plan", "LANGUAGE_FLAGS", "LINK_LANGUAGE_FLAGS", "CORE_FLAGS"]
 
 #: Flags every board build of the runtime uses (DESIGN.md "Numerics": never -ffast-math). The runtime reports
 #: errors as Status values and never throws or uses RTTI, so board builds leave out C++ exceptions and RTTI: with
 #: zig's libc++ that drops the unwinder and the demangler its terminate handler links (~130 KB of a ~460 KB
 #: binary).
+#: Nothing unwinds the stack in a board binary (no exceptions, and apps/no_exceptions.cc keeps the unwinder out), so
+#: it carries no unwind tables either.
 LANGUAGE_FLAGS = ("-std=c++17", "-Wall", "-Wextra", "-Werror", "-ffp-contract=off", "-fno-fast-math",
-                  "-fno-exceptions", "-fno-rtti")
+                  "-fno-exceptions", "-fno-rtti", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables")
+#: The same on the link line: zig builds the C and C++ libraries it links with them (libc++ without exceptions'
+#: terminate path, musl without most of its unwind tables).
+LINK_LANGUAGE_FLAGS = ("-fno-exceptions", "-fno-rtti", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables")
+
+#: The runtime core and dtorch-run (loader, verifier, planner, executor, CLI) are built for size on every profile:
+#: they run once per load or once per node, not per element, and they are most of a pruned binary. The kernels take
+#: the profile's level (-O2 for "speed"). A later flag wins, so this follows the profile's.
+CORE_FLAGS = ("-Os",)
 
 
 _CORE_GLOBS = ("core/*.cc", "kernels/common/*.cc")
 _APP_SOURCES = ("apps/dtorch_run.cc", "apps/npy.cc", "apps/heap_meter.cc", "apps/no_demangle.cc")
+#: With zig's static libc++ only: its exception entry points as calls that abort, which keeps the C++ unwinder out
+#: (~40 KB). GNU libsupc++ defines them in archive members that other symbols pull in, so with gcc they would be
+#: defined twice.
+_LIBCXX_SOURCES = ("apps/no_exceptions.cc",)
+#: ... and, with nothing left to read them, the libraries' unwind tables dropped at link (relative to the resource
+#: root, where SCons runs; the script's bytes are part of the runtime hash).
+_LIBCXX_LINK_SCRIPT = "toolchains/zig_no_unwind.ld"
 _HEADER_GLOBS = ("include/dtorch/*.h", "core/*.h", "kernels/common/*.h", "kernels/*/*.h", "schema/*.h", "apps/*.h")
 
 
@@ -65,15 +82,31 @@ class BuildPlan:
     runtime_hash: str = ""
     opset_hash: str = ""
     runtime_version: str = ""
+    profile: str = ""          # "speed" (-O2) or "size" (-Os): the board's, or the one asked for
+
+    @property
+    def profile_overridden(self) -> bool:
+        return bool(self.profile) and self.profile != self.board.profile
 
     @property
     def variant(self) -> str:
-        """The build folder, relative to the root: build/<board>/<toolchain>/<op-set hash[:12]>."""
-        return f"build/{self.board.name}/{self.toolchain.family}/{'all' if self.ops.all_ops else self.opset_hash[:12]}"
+        """The build folder, relative to the root: build/<board>/<toolchain>/<op-set hash[:12]>, with -<profile> when
+        the build asks for another profile than the board's."""
+        ops = "all" if self.ops.all_ops else self.opset_hash[:12]
+        return f"build/{self.board.name}/{self.toolchain.family}/{ops}{'-' + self.profile if self.profile_overridden else ''}"
 
     @property
     def compile_flags(self) -> tuple[str, ...]:
         return (*LANGUAGE_FLAGS, *self.flags.cxxflags)
+
+    @property
+    def link_scripts(self) -> tuple[str, ...]:
+        """Linker scripts the link reads, relative to the root."""
+        return (_LIBCXX_LINK_SCRIPT,) if self.found.kind == "zig" else ()
+
+    @property
+    def link_flags(self) -> tuple[str, ...]:
+        return (*self.flags.ldflags, *LINK_LANGUAGE_FLAGS, *(f"-Wl,-T,{p}" for p in self.link_scripts))
 
     def build_info_header(self) -> str:
         """dtorch_build_info.h: the identity dtorch-run prints (--info) and checks a bundle's manifest against."""
@@ -92,8 +125,10 @@ class BuildPlan:
         return {
             "board": self.board.name, "arch": self.board.arch, "toolchain": self.toolchain.family,
             "toolchain_version": self.found.version, "compiler": list(self.found.cxx),
-            "cxxflags": list(self.compile_flags), "ldflags": list(self.flags.ldflags), "libs": list(self.flags.libs),
-            "lto": self.flags.lto, "runtime_version": self.runtime_version, "runtime_hash": self.runtime_hash,
+            "cxxflags": list(self.compile_flags), "core_cxxflags": list(CORE_FLAGS),
+            "ldflags": list(self.link_flags), "libs": list(self.flags.libs),
+            "lto": self.flags.lto, "profile": self.profile, "runtime_version": self.runtime_version,
+            "runtime_hash": self.runtime_hash,
             "opset_hash": self.opset_hash, "ops": self.ops.entries(),
             "kernel_files": sorted(s.rel for s in self.sources if s.rel.startswith("kernels/")),
             "variant": self.variant,
@@ -106,17 +141,19 @@ def _runtime_version(runtime: Path) -> str:
 
 
 def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList | None = None,
-              root: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None) -> BuildPlan:
+              root: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None,
+              profile: str | None = None) -> BuildPlan:
     """Plan the build of `board` (a name or a loaded Board) with `toolchain` (default: the board's first family
-    that is installed) for the op list `ops` (default: every kernel). Raises BoardError, ToolchainMissing /
-    ToolchainError, or PlanError / OpListError (an operator without a kernel, named)."""
+    that is installed) for the op list `ops` (default: every kernel), with the board's profile or `profile` ("speed":
+    kernels -O2, "size": -Os). Raises BoardError (also for an unknown profile), ToolchainMissing / ToolchainError, or
+    PlanError / OpListError (an operator without a kernel, named)."""
     from .resources import resource_root
 
     base = Path(root) if root is not None else resource_root()
     runtime = base / "runtime"
     b = board if isinstance(board, Board) else load_board(board, base)
     tc, found = select_toolchain(b, toolchain, env, root=base)
-    flags = tc.flags(found, b)
+    flags = tc.flags(found, b, profile=profile)
     op_list = ops if ops is not None else OpList.everything()
 
     catalog = kernel_catalog(runtime, "portable")
@@ -127,9 +164,11 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
 
     sources: list[Source] = []
     for pattern in _CORE_GLOBS:
-        sources += [Source(p, p.relative_to(runtime).as_posix()) for p in sorted(runtime.glob(pattern))]
+        sources += [Source(p, p.relative_to(runtime).as_posix(), CORE_FLAGS) for p in sorted(runtime.glob(pattern))]
     sources += [Source(p, p.relative_to(runtime).as_posix()) for p in catalog.select(op_list)]
-    sources += [Source(runtime / rel, rel) for rel in _APP_SOURCES]
+    sources += [Source(runtime / rel, rel, CORE_FLAGS) for rel in _APP_SOURCES]
+    if found.kind == "zig":
+        sources += [Source(runtime / rel, rel, CORE_FLAGS) for rel in _LIBCXX_SOURCES]
     # A host build also carries the host's ISA kernel sets of the listed operators (registered only on CPUs that
     # have their ISA); boards run the portable kernels (the bits every board shares).
     if b.name == "host" and b.arch == host_arch() and found.kind in ("gcc", "clang"):
@@ -146,7 +185,11 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
         h.update(hashlib.sha256(p.read_bytes()).digest())
     for s in sources:
         h.update(" ".join(s.extra_flags).encode() + b"\n")
-    h.update(" ".join([*LANGUAGE_FLAGS, *flags.cxxflags, "|", *flags.ldflags, "|", *flags.libs]).encode())
+    h.update(" ".join([*LANGUAGE_FLAGS, *flags.cxxflags, "|", *flags.ldflags, *LINK_LANGUAGE_FLAGS, "|",
+                       *flags.libs]).encode())
+    if found.kind == "zig":
+        h.update(b"\n" + _LIBCXX_LINK_SCRIPT.encode() + b"\n" + (base / _LIBCXX_LINK_SCRIPT).read_bytes())
     h.update(f"\n{found.version}\n".encode())
     return BuildPlan(board=b, toolchain=tc, found=found, flags=flags, ops=op_list, root=base,
-                     sources=tuple(sources), runtime_hash=h.hexdigest(), opset_hash=op_list.sha256(), runtime_version=version)
+                     sources=tuple(sources), runtime_hash=h.hexdigest(), opset_hash=op_list.sha256(), runtime_version=version,
+                     profile=profile or b.profile)

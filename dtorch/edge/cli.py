@@ -256,6 +256,8 @@ def doctor(as_json: bool, strict: bool) -> None:
 @click.option("--ops", "ops_spec", default=None,
               help="An ops.yaml (dtorch-edge ops record) or 'all' instead of the models' own op lists.")
 @click.option("--toolchain", default=None, help="A toolchain family (default: the board's first installed one).")
+@click.option("--profile", type=click.Choice(["speed", "size"]), default=None,
+              help="Kernels at -O2 (speed) or -Os (size) instead of the board's profile; the core is -Os either way.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("dist"), show_default=True)
 @click.option("--jobs", type=click.IntRange(min=1), default=None, help="Parallel compile jobs (default: CPUs).")
 @click.option("--data", "data", multiple=True, type=click.Path(path_type=Path),
@@ -264,8 +266,9 @@ def doctor(as_json: bool, strict: bool) -> None:
 @click.option("--no-full", is_flag=True, help="Skip building the full runtime for the size comparison.")
 @click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
-def build(board: str, models: tuple[Path, ...], ops_spec: str | None, toolchain: str | None, out: Path,
-          jobs: int | None, data: tuple[Path, ...], no_verify: bool, no_full: bool, json_out: bool, quiet: bool) -> None:
+def build(board: str, models: tuple[Path, ...], ops_spec: str | None, toolchain: str | None, profile: str | None,
+          out: Path, jobs: int | None, data: tuple[Path, ...], no_verify: bool, no_full: bool, json_out: bool,
+          quiet: bool) -> None:
     """Build a bundle for a board: a static dtorch-run holding only the model's kernels, the model, a manifest and a
     size report, in OUT/<board>/."""
     import json
@@ -276,7 +279,7 @@ def build(board: str, models: tuple[Path, ...], ops_spec: str | None, toolchain:
     try:
         res = build_bundle(board, list(models), ops=ops_spec, toolchain=toolchain, out=out, jobs=jobs,
                            verify=not no_verify, compare_full=not no_full, log=log, progress=not quiet and not json_out,
-                           data=list(data))
+                           data=list(data), profile=profile)
     except BuildError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)

@@ -19,7 +19,6 @@
 // on stderr.
 #include <algorithm>
 #include <cerrno>
-#include <chrono>
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
@@ -55,7 +54,7 @@ const char kUsage[] =
 int fail(const std::string& msg, int code = 1) {
   std::string line = "dtorch-run: error: " + msg;
   std::replace(line.begin(), line.end(), '\n', ' ');
-  std::fprintf(stderr, "%s\n", line.c_str());
+  print_to(stderr, "%s\n", line.c_str());
   return code;
 }
 
@@ -66,10 +65,10 @@ std::string dims_str(const IOInfo& io) {
   return s + "]";
 }
 
-std::string shape_str(const Shape& sh) {
-  std::string s = "[";
-  for (int i = 0; i < sh.ndim; ++i) s += (i ? ", " : "") + std::to_string(sh.dims[i]);
-  return s + "]";
+// Ascending. Heap sort: std::sort's introsort is ~5 KB of code in a board binary, this ~1 KB.
+void sort_doubles(double* v, size_t n) {
+  std::make_heap(v, v + n);
+  std::sort_heap(v, v + n);
 }
 
 bool parse_int(const char* s, int lo, int hi, int* out) {
@@ -82,23 +81,23 @@ bool parse_int(const char* s, int lo, int hi, int* out) {
 
 void print_info(const Session& s) {
   const ModelInfo& i = s.info();
-  std::printf("format version: %u (this runtime reads %u; runtime %s)\n", i.format_version, kFormatVersion,
+  print_to(stdout, "format version: %u (this runtime reads %u; runtime %s)\n", i.format_version, kFormatVersion,
               kRuntimeVersion);
-  std::printf("min runtime version: %u\n", i.min_runtime_version);
-  std::printf("producer: %s\n", i.producer.c_str());
-  std::printf("opset: %u\n", i.opset);
+  print_to(stdout, "min runtime version: %u\n", i.min_runtime_version);
+  print_to(stdout, "producer: %s\n", i.producer.c_str());
+  print_to(stdout, "opset: %u\n", i.opset);
   for (const IOInfo& io : s.inputs())
-    std::printf("input: %s %s %s\n", io.name.c_str(), dtype_name(io.dtype), dims_str(io).c_str());
+    print_to(stdout, "input: %s %s %s\n", io.name.c_str(), dtype_name(io.dtype), dims_str(io).c_str());
   for (const IOInfo& io : s.outputs())
-    std::printf("output: %s %s %s\n", io.name.c_str(), dtype_name(io.dtype), dims_str(io).c_str());
-  std::printf("nodes: %zu\n", i.num_nodes);
+    print_to(stdout, "output: %s %s %s\n", io.name.c_str(), dtype_name(io.dtype), dims_str(io).c_str());
+  print_to(stdout, "nodes: %zu\n", i.num_nodes);
   std::string ops;
   for (const auto& o : i.op_list) ops += (ops.empty() ? "" : " ") + o;
-  std::printf("ops: %s\n", ops.c_str());
-  std::printf("arena bytes (planned at export): %llu\n", static_cast<unsigned long long>(i.arena_size));
-  std::printf("weights bytes: %llu\n", static_cast<unsigned long long>(i.weights_bytes));
-  std::printf("test vector: %s\n", i.has_test_vector ? "yes" : "no");
-  for (const auto& kv : i.metadata) std::printf("metadata: %s = %s\n", kv.first.c_str(), kv.second.c_str());
+  print_to(stdout, "ops: %s\n", ops.c_str());
+  print_to(stdout, "arena bytes (planned at export): %llu\n", static_cast<unsigned long long>(i.arena_size));
+  print_to(stdout, "weights bytes: %llu\n", static_cast<unsigned long long>(i.weights_bytes));
+  print_to(stdout, "test vector: %s\n", i.has_test_vector ? "yes" : "no");
+  for (const auto& kv : i.metadata) print_to(stdout, "metadata: %s = %s\n", kv.first.c_str(), kv.second.c_str());
   // Which kernel set runs each operator under this session's policy (e.g. conv2d: avx512).
   std::vector<std::pair<std::string, std::string>> seen;
   for (const auto& k : s.node_kernels()) {
@@ -107,7 +106,7 @@ void print_info(const Session& s) {
   }
   std::string ks;
   for (const auto& nk : seen) ks += (ks.empty() ? "" : " ") + nk.first + ":" + nk.second;
-  std::printf("kernels: %s\n", ks.c_str());
+  print_to(stdout, "kernels: %s\n", ks.c_str());
 }
 
 double to_double(const void* p, DType t, size_t i) {
@@ -134,7 +133,7 @@ std::string json_str(const std::string& v) {
       out += ch;
     } else if (c < 0x20) {
       char buf[8];
-      std::snprintf(buf, sizeof(buf), "\\u%04x", c);
+      dtorch::format(buf, sizeof(buf), "\\u%04x", c);
       out += buf;
     } else {
       out += ch;
@@ -146,7 +145,7 @@ std::string json_str(const std::string& v) {
 std::string json_num(double v) {
   if (!std::isfinite(v)) return "null";
   char buf[64];
-  std::snprintf(buf, sizeof(buf), "%.6g", v);
+  dtorch::format(buf, sizeof(buf), "%.6g", v);
   return buf;
 }
 
@@ -173,11 +172,11 @@ long long file_bytes(const std::string& path) {
 }
 
 void print_build_info() {
-  std::printf("build: board %s, toolchain %s, runtime %s\n", DTORCH_BUILD_BOARD, DTORCH_BUILD_TOOLCHAIN,
+  print_to(stdout, "build: board %s, toolchain %s, runtime %s\n", DTORCH_BUILD_BOARD, DTORCH_BUILD_TOOLCHAIN,
               kRuntimeVersion);
-  std::printf("runtime hash: %s\n", DTORCH_BUILD_RUNTIME_HASH[0] ? DTORCH_BUILD_RUNTIME_HASH : "(development build)");
-  std::printf("op set hash: %s\n", DTORCH_BUILD_OPSET_HASH[0] ? DTORCH_BUILD_OPSET_HASH : "(development build)");
-  std::printf("compiled ops: %s\n", DTORCH_BUILD_OPS);
+  print_to(stdout, "runtime hash: %s\n", DTORCH_BUILD_RUNTIME_HASH[0] ? DTORCH_BUILD_RUNTIME_HASH : "(development build)");
+  print_to(stdout, "op set hash: %s\n", DTORCH_BUILD_OPSET_HASH[0] ? DTORCH_BUILD_OPSET_HASH : "(development build)");
+  print_to(stdout, "compiled ops: %s\n", DTORCH_BUILD_OPS);
 }
 
 // The string value of "key" in a flat JSON object (the bundle manifest's top level; no escapes in the values we
@@ -224,7 +223,7 @@ bool check_manifest(const std::string& path, bool explicit_path, std::string* er
 int main(int argc, char** argv) {
   std::string model_path;
   std::vector<std::string> input_paths, output_paths;
-  const auto t_start = std::chrono::steady_clock::now();
+  const double t_start = monotonic_seconds();
   int threads = 1, bench = 0, repeat = 0;
   KernelPolicy kernels = KernelPolicy::kFast;
   bool self_test = false, info = false, profile = false, build_info = false, json = false;
@@ -262,7 +261,7 @@ int main(int argc, char** argv) {
     } else if (arg == "--json") {
       json = true;
     } else if (arg == "-h" || arg == "--help") {
-      std::printf("%s\n", kUsage);
+      print_to(stdout, "%s\n", kUsage);
       return 0;
     } else if (!arg.empty() && arg[0] == '-') {
       return fail("unknown option '" + arg + "'; " + kUsage, 2);
@@ -311,7 +310,7 @@ int main(int argc, char** argv) {
     npy::Array a;
     st = npy::load(p, &a);
     if (!st.ok()) return fail(st.message());
-    arrays.push_back(a);
+    arrays.push_back(std::move(a));
   }
   if (!input_paths.empty() && arrays.size() != n_in)
     return fail("the model has " + std::to_string(n_in) + " input(s) but " + std::to_string(arrays.size()) +
@@ -330,8 +329,8 @@ int main(int argc, char** argv) {
     if (first_done) return;
     first_done = true;
     if (!json) return;
-    const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t_start).count();
-    std::printf("{\"event\": \"first_output\", \"ms\": %s}\n", json_num(ms).c_str());
+    const double ms = 1e3 * (monotonic_seconds() - t_start);
+    print_to(stdout, "{\"event\": \"first_output\", \"ms\": %s}\n", json_num(ms).c_str());
     std::fflush(stdout);
   };
 
@@ -353,7 +352,7 @@ int main(int argc, char** argv) {
       report += ", \"outputs\": [" + outs + "]";
     } else if (output_paths.empty()) {
       for (size_t k = 0; k < n_out; ++k)
-        std::printf("output %s: %s %s\n", session->outputs()[k].name.c_str(), dtype_name(session->output(k).dtype),
+        print_to(stdout, "output %s: %s %s\n", session->outputs()[k].name.c_str(), dtype_name(session->output(k).dtype),
                     shape_str(session->output(k).shape).c_str());
     }
   }
@@ -371,8 +370,8 @@ int main(int argc, char** argv) {
       // Copy into aligned memory: kernels may rely on natural alignment.
       npy::Array a = npy::make(session->inputs()[k].dtype, tv_in_shapes[k]);
       if (!tv_in[k].empty()) std::memcpy(a.data.get(), tv_in[k].data(), std::min(tv_in[k].size(), a.nbytes()));
-      arrays.push_back(a);
       tv_views.push_back(a.view());
+      arrays.push_back(std::move(a));
     }
   }
 
@@ -386,7 +385,7 @@ int main(int argc, char** argv) {
     for (size_t k = 0; k < n_out; ++k) {
       const TensorView got = session->output(k);
       if (got.shape != tv_out_shapes[k]) {
-        std::printf("self-test FAIL: output '%s' has shape %s, expected %s\n", session->outputs()[k].name.c_str(),
+        print_to(stdout, "self-test FAIL: output '%s' has shape %s, expected %s\n", session->outputs()[k].name.c_str(),
                     shape_str(got.shape).c_str(), shape_str(tv_out_shapes[k]).c_str());
         return 1;
       }
@@ -407,7 +406,7 @@ int main(int argc, char** argv) {
       report += std::string(", \"self_test\": {\"pass\": ") + (pass ? "true" : "false") +
                 ", \"max_abs_error\": " + json_num(worst) + "}";
     else
-      std::printf("self-test %s: max abs error %.3g\n", pass ? "PASS" : "FAIL", worst);
+      print_to(stdout, "self-test %s: max abs error %.3g\n", pass ? "PASS" : "FAIL", worst);
     if (!pass) exit_code = 1;
   }
 
@@ -418,13 +417,13 @@ int main(int argc, char** argv) {
     first_output();
     std::vector<double> ms(static_cast<size_t>(bench));
     for (int r = 0; r < bench; ++r) {
-      const auto t0 = std::chrono::steady_clock::now();
+      const double t0 = monotonic_seconds();
       st = session->Run(bv.data(), bv.size());
-      const auto t1 = std::chrono::steady_clock::now();
+      const double t1 = monotonic_seconds();
       if (!st.ok()) return fail(st.message());
-      ms[static_cast<size_t>(r)] = std::chrono::duration<double, std::milli>(t1 - t0).count();
+      ms[static_cast<size_t>(r)] = 1e3 * (t1 - t0);
     }
-    std::sort(ms.begin(), ms.end());
+    sort_doubles(&ms[0], ms.size());
     auto pct = [&](double q) { return ms[static_cast<size_t>(q * static_cast<double>(ms.size() - 1) + 0.5)]; };
     if (json)
       report += ", \"latency_ms\": {\"runs\": " + std::to_string(bench) + ", \"threads\": " +
@@ -432,7 +431,7 @@ int main(int argc, char** argv) {
                 ", \"p90\": " + json_num(pct(0.9)) + ", \"p99\": " + json_num(pct(0.99)) +
                 ", \"max\": " + json_num(ms.back()) + "}";
     else
-      std::printf("bench: %d runs, threads %d: min %.3f ms, median %.3f ms, p90 %.3f ms, p99 %.3f ms, max %.3f ms\n",
+      print_to(stdout, "bench: %d runs, threads %d: min %.3f ms, median %.3f ms, p90 %.3f ms, p99 %.3f ms, max %.3f ms\n",
                   bench, threads, ms.front(), pct(0.5), pct(0.9), pct(0.99), ms.back());
     if (profile) {
       const auto kernels = session->node_kernels();
@@ -447,7 +446,7 @@ int main(int argc, char** argv) {
       double total = 0;
       for (size_t i = 0; i < nn; ++i) {
         auto b = all.begin() + static_cast<std::ptrdiff_t>(i * static_cast<size_t>(bench));
-        std::sort(b, b + bench);
+        sort_doubles(&*b, static_cast<size_t>(bench));
         med[i] = b[bench / 2] * 1e3;
         total += med[i];
       }
@@ -458,9 +457,9 @@ int main(int argc, char** argv) {
                    ", \"kernel_set\": " + json_str(kernels[i].kernel_set) + ", \"ms\": " + json_num(med[i]) + "}";
         report += ", \"profile\": [" + nodes + "]";
       } else {
-        std::printf("profile: median per node over %d runs (ms, share of their sum %.3f ms)\n", bench, total);
+        print_to(stdout, "profile: median per node over %d runs (ms, share of their sum %.3f ms)\n", bench, total);
         for (size_t i = 0; i < nn; ++i)
-          std::printf("  node %3zu  %-22s %-9s %9.3f ms  %5.1f%%\n", i, kernels[i].op.c_str(),
+          print_to(stdout, "  node %3zu  %-22s %-9s %9.3f ms  %5.1f%%\n", i, kernels[i].op.c_str(),
                       kernels[i].kernel_set.c_str(), med[i], total > 0 ? 100.0 * med[i] / total : 0.0);
       }
     }
@@ -475,7 +474,7 @@ int main(int argc, char** argv) {
   if (json) {
     const long long model_bytes = file_bytes(model_path), rss = process_peak_rss_bytes();
     const size_t heap_peak = apps::heap_bytes_peak();
-    std::printf("{\"event\": \"report\", \"threads\": %d, \"kernels\": %s%s, \"memory\": {\"arena_bytes\": %llu, "
+    print_to(stdout, "{\"event\": \"report\", \"threads\": %d, \"kernels\": %s%s, \"memory\": {\"arena_bytes\": %llu, "
                 "\"heap_peak_bytes\": %zu, \"model_bytes\": %lld, \"runtime_peak_bytes\": %lld, "
                 "\"process_peak_rss_bytes\": %s}}\n",
                 threads, json_str(kernel_policy_name(kernels)).c_str(),

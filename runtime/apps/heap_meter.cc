@@ -9,6 +9,8 @@
 #include <cstdlib>
 #include <new>
 
+#include "dtorch/format.h"
+
 namespace {
 
 std::atomic<size_t> g_now{0}, g_peak{0};
@@ -22,7 +24,7 @@ void count_alloc(size_t n) {
 }
 
 [[noreturn]] void out_of_memory(size_t n) {
-  std::fprintf(stderr, "dtorch-run: error: out of memory allocating %zu bytes\n", n);
+  dtorch::print_to(stderr, "dtorch-run: error: out of memory allocating %zu bytes\n", n);
   std::abort();
 }
 

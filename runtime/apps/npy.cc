@@ -64,13 +64,15 @@ std::string field(const std::string& header, const std::string& key) {
   return header.substr(p, e - p);
 }
 
-std::shared_ptr<uint8_t> aligned_bytes(size_t n) {
+std::unique_ptr<uint8_t, AlignedDelete> aligned_bytes(size_t n) {
   void* p = ::operator new(n < 64 ? 64 : n, std::align_val_t(64));
   std::memset(p, 0, n < 64 ? 64 : n);
-  return std::shared_ptr<uint8_t>(static_cast<uint8_t*>(p), [](uint8_t* q) { ::operator delete(q, std::align_val_t(64)); });
+  return std::unique_ptr<uint8_t, AlignedDelete>(static_cast<uint8_t*>(p));
 }
 
 }  // namespace
+
+void AlignedDelete::operator()(uint8_t* p) const { ::operator delete(p, std::align_val_t(64)); }
 
 Array make(DType dtype, const Shape& shape) {
   Array a;

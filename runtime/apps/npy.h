@@ -13,10 +13,17 @@
 namespace dtorch {
 namespace npy {
 
+// Frees an Array's 64-byte aligned block.
+struct AlignedDelete {
+  void operator()(uint8_t* p) const;
+};
+
+// Move-only (unique_ptr, not shared_ptr: libc++'s shared_ptr control block is compiled with exceptions and RTTI,
+// which a board build of dtorch-run leaves out).
 struct Array {
   DType dtype = DType::kFloat32;
   Shape shape;
-  std::shared_ptr<uint8_t> data;  // nbytes() bytes, 64-byte aligned
+  std::unique_ptr<uint8_t, AlignedDelete> data;  // nbytes() bytes, 64-byte aligned
   size_t nbytes() const { return static_cast<size_t>(shape.numel()) * dtype_size(dtype); }
   TensorView view() const { return TensorView{data.get(), dtype, shape}; }
 };

@@ -4,7 +4,6 @@
 // buffers; later Runs with the same shapes only bind the caller's input views and run the kernels,
 // allocating nothing.
 #include <algorithm>
-#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -73,12 +72,6 @@ bool is_binary_inplace(const char* op) {
          std::strcmp(op, "div") == 0;
 }
 
-std::string shape_str(const Shape& s) {
-  std::string r = "[";
-  for (int i = 0; i < s.ndim; ++i) r += (i ? ", " : "") + std::to_string(s.dims[i]);
-  return r + "]";
-}
-
 // Whether a shape is within a byte cap: rank in [0, kMaxDims], every dimension >= 0, and its size in bytes,
 // counting an empty (0) dimension as 1, at most `cap`. Counting empty dimensions as 1 keeps every dimension
 // and every product of dimensions of a checked shape small, so kernels can do shape arithmetic freely.
@@ -94,8 +87,15 @@ bool shape_within(const Shape& s, DType dt, uint64_t cap) {
 }
 
 std::string node_label(const NodeInfo& n) {
-  return "node '" + (n.name.empty() ? std::string(n.op) : n.name) + "' (" + n.op + ")";
+  return format_str("node '%s' (%s)", n.name.empty() ? n.op : n.name.c_str(), n.op);
 }
+
+// "<node label>: <message>" with the status's code.
+Status at_node(const NodeInfo& n, const Status& st) {
+  return error_status(st.code(), "%s: %s", node_label(n).c_str(), st.message().c_str());
+}
+
+using ull = unsigned long long;
 
 }  // namespace
 
@@ -142,39 +142,37 @@ struct Session::Impl {
 
 Status Session::Impl::check_inputs(const TensorView* in, size_t n) const {
   if (n != m.inputs.size())
-    return Status(StatusCode::kInvalidArgument, "the model has " + std::to_string(m.inputs.size()) +
-                                                    " input(s) but " + std::to_string(n) + " were given");
+    return error_status(StatusCode::kInvalidArgument, "the model has %zu input(s) but %zu were given", m.inputs.size(),
+                        n);
   for (size_t i = 0; i < n; ++i) {
     const IOInfo& io = m.input_info[i];
     const TensorView& v = in[i];
     if (v.dtype != io.dtype)
-      return Status(StatusCode::kInvalidArgument, "input '" + io.name + "' has dtype " + dtype_name(v.dtype) +
-                                                      " but the model expects " + dtype_name(io.dtype) +
-                                                      "; convert it first (e.g. .astype(numpy." +
-                                                      dtype_name(io.dtype) + "))");
+      return error_status(StatusCode::kInvalidArgument,
+                          "input '%s' has dtype %s but the model expects %s; convert it first (e.g. .astype(numpy.%s))",
+                          io.name.c_str(), dtype_name(v.dtype), dtype_name(io.dtype), dtype_name(io.dtype));
     if (v.shape.ndim != static_cast<int32_t>(io.dims.size()))
-      return Status(StatusCode::kInvalidArgument, "input '" + io.name + "' has " + std::to_string(v.shape.ndim) +
-                                                      " dimensions " + shape_str(v.shape) + " but the model expects " +
-                                                      std::to_string(io.dims.size()));
+      return error_status(StatusCode::kInvalidArgument, "input '%s' has %d dimensions %s but the model expects %zu",
+                          io.name.c_str(), v.shape.ndim, shape_str(v.shape).c_str(), io.dims.size());
     for (size_t d = 0; d < io.dims.size(); ++d) {
       const int64_t got = v.shape.dims[d];
       if (io.dims[d] >= 0 && got != io.dims[d])
-        return Status(StatusCode::kInvalidArgument,
-                      "input '" + io.name + "' dimension " + std::to_string(d) + ": expected size " +
-                          std::to_string(io.dims[d]) + " but got " + std::to_string(got) +
-                          "; this dimension is fixed in the model. To accept other sizes, export with dynamic_axes={'" +
-                          io.name + "': {" + std::to_string(d) + ": 'name'}}");
+        return error_status(StatusCode::kInvalidArgument,
+                            "input '%s' dimension %zu: expected size %lld but got %lld; this dimension is fixed in the "
+                            "model. To accept other sizes, export with dynamic_axes={'%s': {%zu: 'name'}}",
+                            io.name.c_str(), d, static_cast<long long>(io.dims[d]), static_cast<long long>(got),
+                            io.name.c_str(), d);
       if (io.dims[d] < 0 && got < 1)
-        return Status(StatusCode::kInvalidArgument, "input '" + io.name + "' dimension " + std::to_string(d) +
-                                                        " (dynamic '" + io.dim_names[d] + "') must be >= 1, got " +
-                                                        std::to_string(got));
+        return error_status(StatusCode::kInvalidArgument, "input '%s' dimension %zu (dynamic '%s') must be >= 1, got %lld",
+                            io.name.c_str(), d, io.dim_names[d].c_str(), static_cast<long long>(got));
     }
     if (!shape_within(v.shape, v.dtype, max_tensor_bytes))
-      return Status(StatusCode::kInvalidArgument, "input '" + io.name + "' has shape " + shape_str(v.shape) +
-                                                      ", larger than the " + std::to_string(max_tensor_bytes) +
-                                                      "-byte limit on one tensor (SessionOptions::max_tensor_bytes)");
+      return error_status(StatusCode::kInvalidArgument,
+                          "input '%s' has shape %s, larger than the %llu-byte limit on one tensor "
+                          "(SessionOptions::max_tensor_bytes)",
+                          io.name.c_str(), shape_str(v.shape).c_str(), static_cast<ull>(max_tensor_bytes));
     if (v.data == nullptr && v.shape.numel() > 0)
-      return Status(StatusCode::kInvalidArgument, "input '" + io.name + "' has no data (null pointer)");
+      return error_status(StatusCode::kInvalidArgument, "input '%s' has no data (null pointer)", io.name.c_str());
   }
   return Status::Ok();
 }
@@ -190,10 +188,11 @@ Status Session::Impl::plan(const TensorView* in) {
       views[t].shape = m.tensors[t].file_shape;
       views[t].data = const_cast<uint8_t*>(m.tensors[t].data);
       if (!shape_within(views[t].shape, views[t].dtype, max_tensor_bytes))
-        return Status(StatusCode::kInvalidModel, "constant '" + m.tensors[t].name + "' has shape " +
-                                                     shape_str(views[t].shape) + ", larger than the " +
-                                                     std::to_string(max_tensor_bytes) +
-                                                     "-byte limit on one tensor (SessionOptions::max_tensor_bytes)");
+        return error_status(StatusCode::kInvalidModel,
+                            "constant '%s' has shape %s, larger than the %llu-byte limit on one tensor "
+                            "(SessionOptions::max_tensor_bytes)",
+                            m.tensors[t].name.c_str(), shape_str(views[t].shape).c_str(),
+                            static_cast<ull>(max_tensor_bytes));
     }
   }
   for (size_t i = 0; i < m.inputs.size(); ++i) views[m.inputs[i]].shape = in[i].shape;
@@ -210,30 +209,28 @@ Status Session::Impl::plan(const TensorView* in) {
     size_t scratch = 0;
     Status st = n.kernel->infer(n.attrs, node_in.data(), static_cast<int>(n.inputs.size()), out_shapes,
                                 static_cast<int>(n.outputs.size()), &scratch);
-    if (!st.ok()) return Status(st.code(), node_label(n) + ": " + st.message());
+    if (!st.ok()) return at_node(n, st);
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       const Shape& s = out_shapes[k];
       bool ok = s.ndim >= 0 && s.ndim <= kMaxDims;
       for (int d = 0; ok && d < s.ndim; ++d) ok = s.dims[d] >= 0;
-      if (!ok) return Status(StatusCode::kInternal, node_label(n) + ": the kernel inferred an invalid shape");
+      if (!ok) return error_status(StatusCode::kInternal, "%s: the kernel inferred an invalid shape", node_label(n).c_str());
       if (!shape_within(s, m.tensors[n.outputs[k]].dtype, max_tensor_bytes))
-        return Status(StatusCode::kInvalidModel,
-                      node_label(n) + " (node " + std::to_string(i) + ") output " + std::to_string(k) + " has shape " +
-                          shape_str(s) + ", larger than the " + std::to_string(max_tensor_bytes) +
-                          "-byte limit on one tensor (SessionOptions::max_tensor_bytes); check the model's "
-                          "attributes and the input shapes");
+        return error_status(StatusCode::kInvalidModel,
+                            "%s (node %zu) output %zu has shape %s, larger than the %llu-byte limit on one tensor "
+                            "(SessionOptions::max_tensor_bytes); check the model's attributes and the input shapes",
+                            node_label(n).c_str(), i, k, shape_str(s).c_str(), static_cast<ull>(max_tensor_bytes));
       const TensorInfo& ti = m.tensors[n.outputs[k]];
       if (ti.role == TensorRole::kOutput && ti.file_shape.ndim != s.ndim)
-        return Status(StatusCode::kInvalidModel, node_label(n) + " produces output '" + ti.name + "' with shape " +
-                                                     shape_str(s) + " but the model file says rank " +
-                                                     std::to_string(ti.file_shape.ndim));
+        return error_status(StatusCode::kInvalidModel, "%s produces output '%s' with shape %s but the model file says rank %d",
+                            node_label(n).c_str(), ti.name.c_str(), shape_str(s).c_str(), ti.file_shape.ndim);
       views[n.outputs[k]].shape = s;
     }
     if (scratch > max_arena_bytes)
-      return Status(StatusCode::kInvalidModel, node_label(n) + " (node " + std::to_string(i) + ") needs " +
-                                                   std::to_string(scratch) + " bytes of scratch, more than the " +
-                                                   std::to_string(max_arena_bytes) +
-                                                   "-byte arena limit (SessionOptions::max_arena_bytes)");
+      return error_status(StatusCode::kInvalidModel,
+                          "%s (node %zu) needs %zu bytes of scratch, more than the %llu-byte arena limit "
+                          "(SessionOptions::max_arena_bytes)",
+                          node_label(n).c_str(), i, scratch, static_cast<ull>(max_arena_bytes));
     scratch_bytes[i] = scratch;
   }
 
@@ -287,13 +284,14 @@ Status Session::Impl::plan(const TensorView* in) {
 
   // Memory.
   if (arena_size > max_arena_bytes)
-    return Status(StatusCode::kInvalidArgument, "these input shapes need a " + std::to_string(arena_size) +
-                                                    "-byte arena, more than the " + std::to_string(max_arena_bytes) +
-                                                    "-byte limit (SessionOptions::max_arena_bytes); use smaller "
-                                                    "inputs or raise the limit");
+    return error_status(StatusCode::kInvalidArgument,
+                        "these input shapes need a %zu-byte arena, more than the %llu-byte limit "
+                        "(SessionOptions::max_arena_bytes); use smaller inputs or raise the limit",
+                        static_cast<size_t>(arena_size), static_cast<ull>(max_arena_bytes));
   if (!arena.allocate(arena_size))
-    return Status(StatusCode::kInvalidArgument, "cannot allocate the " + std::to_string(arena_size) +
-                                                    "-byte arena for these input shapes; use smaller inputs");
+    return error_status(StatusCode::kInvalidArgument,
+                        "cannot allocate the %zu-byte arena for these input shapes; use smaller inputs",
+                        static_cast<size_t>(arena_size));
   uint8_t* base = static_cast<uint8_t*>(arena.p);
   for (size_t t = 0; t < nt; ++t)
     if (buffer_of[t] >= 0) views[t].data = base + buffers[static_cast<size_t>(buffer_of[t])].offset;
@@ -303,8 +301,8 @@ Status Session::Impl::plan(const TensorView* in) {
   for (size_t k = 0; k < m.outputs.size(); ++k) {
     const int32_t t = m.outputs[k];
     if (!out_blocks[k].allocate(views[t].nbytes()))
-      return Status(StatusCode::kInvalidArgument, "cannot allocate " + std::to_string(views[t].nbytes()) +
-                                                      " bytes for output '" + m.tensors[t].name + "'");
+      return error_status(StatusCode::kInvalidArgument, "cannot allocate %zu bytes for output '%s'", views[t].nbytes(),
+                          m.tensors[t].name.c_str());
     if (m.tensors[t].producer >= 0) views[t].data = out_blocks[k].p;
   }
   planned_shapes.assign(m.inputs.size(), Shape());
@@ -332,17 +330,18 @@ Status Session::Impl::prepare_kernels() {
     }
     size_t bytes = 0;
     Status st = n.kernel->prepare(n.attrs, args.data(), static_cast<int>(args.size()), nullptr, &bytes);
-    if (!st.ok()) return Status(st.code(), node_label(n) + ": " + st.message());
+    if (!st.ok()) return at_node(n, st);
     if (bytes == 0) continue;
     if (bytes > max_tensor_bytes)
-      return Status(StatusCode::kInvalidArgument, node_label(n) + ": prepared weights of " + std::to_string(bytes) +
-                                                        " bytes exceed the " + std::to_string(max_tensor_bytes) +
-                                                        "-byte limit on one tensor (SessionOptions::max_tensor_bytes)");
+      return error_status(StatusCode::kInvalidArgument,
+                          "%s: prepared weights of %zu bytes exceed the %llu-byte limit on one tensor "
+                          "(SessionOptions::max_tensor_bytes)",
+                          node_label(n).c_str(), bytes, static_cast<ull>(max_tensor_bytes));
     if (!prepared[i].allocate(bytes))
-      return Status(StatusCode::kInvalidArgument,
-                    node_label(n) + ": cannot allocate " + std::to_string(bytes) + " bytes for prepared weights");
+      return error_status(StatusCode::kInvalidArgument, "%s: cannot allocate %zu bytes for prepared weights",
+                          node_label(n).c_str(), bytes);
     st = n.kernel->prepare(n.attrs, args.data(), static_cast<int>(args.size()), prepared[i].p, &bytes);
-    if (!st.ok()) return Status(st.code(), node_label(n) + ": " + st.message());
+    if (!st.ok()) return at_node(n, st);
     prepared_bytes[i] = bytes;
   }
   return Status::Ok();
@@ -362,12 +361,12 @@ Status Session::Impl::execute(const TensorView* in, double* node_seconds) {
     ctx.scratch_bytes = scratch_bytes[i];
     ctx.prepared = prepared_bytes[i] ? prepared[i].p : nullptr;
     ctx.prepared_bytes = prepared_bytes[i];
-    const auto t0 = node_seconds != nullptr ? std::chrono::steady_clock::now() : std::chrono::steady_clock::time_point();
+    const double t0 = node_seconds != nullptr ? monotonic_seconds() : 0.0;
     Status st = n.kernel->run(ctx, node_in.data(), static_cast<int>(n.inputs.size()), node_out.data(),
                               static_cast<int>(n.outputs.size()));
-    if (!st.ok()) return Status(st.code(), node_label(n) + ": " + st.message());
+    if (!st.ok()) return at_node(n, st);
     if (node_seconds != nullptr)
-      node_seconds[i] = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+      node_seconds[i] = monotonic_seconds() - t0;
   }
   // Outputs that no node produces (a model input or constant passed through) are copied.
   for (size_t k = 0; k < m.outputs.size(); ++k) {
@@ -385,8 +384,8 @@ Session::~Session() = default;
 static Status finish_create(std::unique_ptr<Session::Impl> impl, const SessionOptions& options,
                             std::unique_ptr<Session>* out, Session* (*make)(std::unique_ptr<Session::Impl>)) {
   if (options.num_threads < 1 || options.num_threads > 1024)
-    return Status(StatusCode::kInvalidArgument,
-                  "num_threads must be between 1 and 1024, got " + std::to_string(options.num_threads));
+    return error_status(StatusCode::kInvalidArgument, "num_threads must be between 1 and 1024, got %d",
+                        options.num_threads);
   if (options.max_tensor_bytes == 0 || options.max_arena_bytes == 0)
     return Status(StatusCode::kInvalidArgument, "max_tensor_bytes and max_arena_bytes must be > 0");
   if (options.kernels != KernelPolicy::kFast && options.kernels != KernelPolicy::kExact &&
@@ -406,16 +405,16 @@ Status Session::Create(const std::string& path, const SessionOptions& options, s
 #ifdef DTORCH_HAVE_MMAP
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return Status(StatusCode::kIOError, "cannot open model file '" + path + "': " + std::strerror(errno));
+    return error_status(StatusCode::kIOError, "cannot open model file '%s': %s", path.c_str(), std::strerror(errno));
   struct stat sb;
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
     ::close(fd);
-    return Status(StatusCode::kIOError, "model path '" + path + "' is not a regular file");
+    return error_status(StatusCode::kIOError, "model path '%s' is not a regular file", path.c_str());
   }
   const size_t size = static_cast<size_t>(sb.st_size);
   if (size == 0) {
     ::close(fd);
-    return Status(StatusCode::kInvalidModel, "invalid model file: '" + path + "' is empty");
+    return error_status(StatusCode::kInvalidModel, "invalid model file: '%s' is empty", path.c_str());
   }
   void* p = mmap(nullptr, size, PROT_READ, MAP_PRIVATE, fd, 0);
   if (p != MAP_FAILED) {
@@ -426,7 +425,7 @@ Status Session::Create(const std::string& path, const SessionOptions& options, s
   } else {  // fall back to reading the file
     if (!impl->owned.allocate(size)) {
       ::close(fd);
-      return Status(StatusCode::kIOError, "cannot allocate " + std::to_string(size) + " bytes to read '" + path + "'");
+      return error_status(StatusCode::kIOError, "cannot allocate %zu bytes to read '%s'", size, path.c_str());
     }
     size_t got = 0;
     while (got < size) {
@@ -436,7 +435,7 @@ Status Session::Create(const std::string& path, const SessionOptions& options, s
     }
     if (got != size) {
       ::close(fd);
-      return Status(StatusCode::kIOError, "cannot read model file '" + path + "'");
+      return error_status(StatusCode::kIOError, "cannot read model file '%s'", path.c_str());
     }
     impl->bytes = static_cast<const uint8_t*>(impl->owned.p);
     impl->size = size;
@@ -444,14 +443,14 @@ Status Session::Create(const std::string& path, const SessionOptions& options, s
   ::close(fd);
 #else
   std::FILE* f = std::fopen(path.c_str(), "rb");
-  if (f == nullptr) return Status(StatusCode::kIOError, "cannot open model file '" + path + "'");
+  if (f == nullptr) return error_status(StatusCode::kIOError, "cannot open model file '%s'", path.c_str());
   std::fseek(f, 0, SEEK_END);
   const long len = std::ftell(f);
   std::fseek(f, 0, SEEK_SET);
   if (len <= 0 || !impl->owned.allocate(static_cast<size_t>(len)) ||
       std::fread(impl->owned.p, 1, static_cast<size_t>(len), f) != static_cast<size_t>(len)) {
     std::fclose(f);
-    return Status(StatusCode::kIOError, "cannot read model file '" + path + "'");
+    return error_status(StatusCode::kIOError, "cannot read model file '%s'", path.c_str());
   }
   std::fclose(f);
   impl->bytes = static_cast<const uint8_t*>(impl->owned.p);
@@ -469,7 +468,7 @@ Status Session::CreateFromBuffer(const void* data, size_t size, const SessionOpt
     impl->bytes = static_cast<const uint8_t*>(data);
   } else {  // weights must be 64-byte aligned: copy once
     if (!impl->owned.allocate(size))
-      return Status(StatusCode::kIOError, "cannot allocate " + std::to_string(size) + " bytes for the model");
+      return error_status(StatusCode::kIOError, "cannot allocate %zu bytes for the model", size);
     std::memcpy(impl->owned.p, data, size);
     impl->bytes = static_cast<const uint8_t*>(impl->owned.p);
   }

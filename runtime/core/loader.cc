@@ -1,6 +1,7 @@
 // The .dtm loader: verify the FlatBuffer, then check everything the verifier cannot (versions, indices,
 // segments, shapes, topological order, kernels) so that the executor can trust the model. Every check
 // fails with a Status that says what is wrong; nothing here reads outside the given bytes.
+#include <cstdarg>
 #include <cstdint>
 #include <cstring>
 #include <string>
@@ -11,17 +12,27 @@
 namespace dtorch {
 namespace {
 
-Status invalid(const std::string& msg) {
-  return Status(StatusCode::kInvalidModel, "invalid model file: " + msg + "; re-export the model with dtorch");
+// "invalid model file: <formatted>; re-export the model with dtorch"
+Status invalid(const char* fmt, ...) DTORCH_PRINTF_LIKE(1, 2);
+Status invalid(const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  const std::string what = vformat_str(fmt, ap);
+  va_end(ap);
+  return error_status(StatusCode::kInvalidModel, "invalid model file: %s; re-export the model with dtorch",
+                      what.c_str());
 }
 
 std::string tensor_label(const LoadedModel& m, int t) {
-  return "tensor " + std::to_string(t) + (m.tensors[t].name.empty() ? "" : " ('" + m.tensors[t].name + "')");
+  const std::string& name = m.tensors[t].name;
+  return name.empty() ? format_str("tensor %d", t) : format_str("tensor %d ('%s')", t, name.c_str());
 }
 
 std::string node_label(const NodeInfo& n, int i) {
-  return "node " + std::to_string(i) + " ('" + std::string(n.op) + "'" + (n.name.empty() ? "" : ", " + n.name) + ")";
+  return n.name.empty() ? format_str("node %d ('%s')", i, n.op) : format_str("node %d ('%s', %s)", i, n.op, n.name.c_str());
 }
+
+using ull = unsigned long long;
 
 // Strict UTF-8 (no overlong forms, no surrogates), so names can become Python str.
 bool valid_utf8(const flatbuffers::String* str) {
@@ -126,25 +137,23 @@ bool static_nbytes(const Shape& s, DType dt, uint64_t* out) {
   return true;
 }
 
-Status read_shape(const flatbuffers::Vector<int64_t>* dims, const std::string& what, Shape* out) {
+Status read_shape(const flatbuffers::Vector<int64_t>* dims, const char* what, Shape* out) {
   out->ndim = 0;
   if (dims == nullptr) return Status::Ok();
   if (dims->size() > static_cast<flatbuffers::uoffset_t>(kMaxDims))
-    return invalid(what + " has rank " + std::to_string(dims->size()) + " (at most " + std::to_string(kMaxDims) +
-                   " supported)");
+    return invalid("%s has rank %u (at most %d supported)", what, dims->size(), kMaxDims);
   out->ndim = static_cast<int32_t>(dims->size());
   for (flatbuffers::uoffset_t i = 0; i < dims->size(); ++i) {
     out->dims[i] = dims->Get(i);
-    if (out->dims[i] < 0) return invalid(what + " has a negative dimension");
+    if (out->dims[i] < 0) return invalid("%s has a negative dimension", what);
   }
   return Status::Ok();
 }
 
-Status check_segment(const dtm::Model* model, int64_t seg, const std::string& what,
-                     uint64_t* offset, uint64_t* size) {
+Status check_segment(const dtm::Model* model, int64_t seg, const char* what, uint64_t* offset, uint64_t* size) {
   const auto* segs = model->segments();
   if (segs == nullptr || seg < 0 || seg >= static_cast<int64_t>(segs->size()))
-    return invalid(what + " refers to segment " + std::to_string(seg) + ", which does not exist");
+    return invalid("%s refers to segment %lld, which does not exist", what, static_cast<long long>(seg));
   const dtm::Segment* s = segs->Get(static_cast<flatbuffers::uoffset_t>(seg));
   *offset = s->offset();
   *size = s->size();
@@ -157,7 +166,7 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
   LoadedModel& m = *out;
   m = LoadedModel();
   if (data == nullptr || size < 8)
-    return invalid("the file is " + std::to_string(size) + " bytes, too short to be a .dtm model (truncated?)");
+    return invalid("the file is %zu bytes, too short to be a .dtm model (truncated?)", size);
   if (static_cast<uint64_t>(size) > kMaxFileSize) return invalid("the file is larger than 1 TiB");
   if (!flatbuffers::BufferHasIdentifier(data, dtm::ModelIdentifier()))
     return Status(StatusCode::kInvalidModel,
@@ -179,15 +188,15 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
   const std::string producer = model->producer() ? model->producer()->str() : "unknown producer";
   if (fv == 0) return invalid("format_version is 0 (not set)");
   if (fv > kFormatVersion)
-    return Status(StatusCode::kVersionMismatch,
-                  "the model file has format version " + std::to_string(fv) + " (written by " + producer +
-                      "), newer than this runtime's format version " + std::to_string(kFormatVersion) +
-                      " (dtorch runtime " + kRuntimeVersion + "); update the runtime or export with an older dtorch");
+    return error_status(StatusCode::kVersionMismatch,
+                        "the model file has format version %u (written by %s), newer than this runtime's format "
+                        "version %u (dtorch runtime %s); update the runtime or export with an older dtorch",
+                        fv, producer.c_str(), kFormatVersion, kRuntimeVersion);
   if (minv > kFormatVersion)
-    return Status(StatusCode::kVersionMismatch,
-                  "the model file needs runtime version >= " + std::to_string(minv) + " (written by " + producer +
-                      "), but this runtime is version " + std::to_string(kFormatVersion) + " (dtorch runtime " +
-                      kRuntimeVersion + "); update the runtime");
+    return error_status(StatusCode::kVersionMismatch,
+                        "the model file needs runtime version >= %u (written by %s), but this runtime is version %u "
+                        "(dtorch runtime %s); update the runtime",
+                        minv, producer.c_str(), kFormatVersion, kRuntimeVersion);
 
   if (!all_strings_utf8(model)) return invalid("a name or string in the file is not valid UTF-8");
 
@@ -198,12 +207,10 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
       const dtm::Segment* s = segs->Get(i);
       uint64_t end = 0;
       if (s->offset() % 64 != 0)
-        return invalid("segment " + std::to_string(i) + " starts at offset " + std::to_string(s->offset()) +
-                       ", not a multiple of 64");
+        return invalid("segment %u starts at offset %llu, not a multiple of 64", i, static_cast<ull>(s->offset()));
       if (__builtin_add_overflow(s->offset(), s->size(), &end) || end > size)
-        return invalid("segment " + std::to_string(i) + " [" + std::to_string(s->offset()) + ", +" +
-                       std::to_string(s->size()) + ") lies outside the file (" + std::to_string(size) +
-                       " bytes; truncated?)");
+        return invalid("segment %u [%llu, +%llu) lies outside the file (%zu bytes; truncated?)", i,
+                       static_cast<ull>(s->offset()), static_cast<ull>(s->size()), size);
     }
   }
 
@@ -217,34 +224,32 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
     TensorInfo& ti = m.tensors[t];
     ti.name = ft->name() ? ft->name()->str() : "";
     const int dt = static_cast<int>(ft->dtype());
-    if (dt < 0 || dt > static_cast<int>(DType::kBool))
-      return invalid(tensor_label(m, static_cast<int>(t)) + " has unknown dtype " + std::to_string(dt));
+    const std::string label = tensor_label(m, static_cast<int>(t));
+    if (dt < 0 || dt > static_cast<int>(DType::kBool)) return invalid("%s has unknown dtype %d", label.c_str(), dt);
     ti.dtype = static_cast<DType>(dt);
     const int kind = static_cast<int>(ft->kind());
     if (kind < dtm::TensorKind_MIN || kind > dtm::TensorKind_MAX)
-      return invalid(tensor_label(m, static_cast<int>(t)) + " has unknown kind " + std::to_string(kind));
+      return invalid("%s has unknown kind %d", label.c_str(), kind);
     const auto* shape = ft->shape();
     if (shape != nullptr && shape->size() > static_cast<flatbuffers::uoffset_t>(kMaxDims))
-      return invalid(tensor_label(m, static_cast<int>(t)) + " has rank " + std::to_string(shape->size()) +
-                     " (at most " + std::to_string(kMaxDims) + " supported)");
+      return invalid("%s has rank %u (at most %d supported)", label.c_str(), shape->size(), kMaxDims);
     ti.file_shape.ndim = shape ? static_cast<int32_t>(shape->size()) : 0;
     for (int d = 0; d < ti.file_shape.ndim; ++d) {
       const int64_t v = shape->Get(static_cast<flatbuffers::uoffset_t>(d))->size();
       if (v < -1)
-        return invalid(tensor_label(m, static_cast<int>(t)) + " dimension " + std::to_string(d) + " has size " +
-                       std::to_string(v) + " (expected >= 0, or -1 for a dynamic dimension)");
+        return invalid("%s dimension %d has size %lld (expected >= 0, or -1 for a dynamic dimension)", label.c_str(),
+                       d, static_cast<long long>(v));
       ti.file_shape.dims[d] = v;
     }
     if (kind == dtm::TensorKind_constant) {
       ti.role = TensorRole::kConstant;
       uint64_t off = 0, bytes = 0, want = 0;
-      DTORCH_RETURN_IF_ERROR(check_segment(model, ft->segment(), tensor_label(m, static_cast<int>(t)), &off,
-                                           &bytes));
+      DTORCH_RETURN_IF_ERROR(check_segment(model, ft->segment(), label.c_str(), &off, &bytes));
       if (!static_nbytes(ti.file_shape, ti.dtype, &want))
-        return invalid("constant " + tensor_label(m, static_cast<int>(t)) + " has a dynamic or too large shape");
+        return invalid("constant %s has a dynamic or too large shape", label.c_str());
       if (want != bytes)
-        return invalid("constant " + tensor_label(m, static_cast<int>(t)) + " needs " + std::to_string(want) +
-                       " bytes for its shape and dtype but its segment holds " + std::to_string(bytes));
+        return invalid("constant %s needs %llu bytes for its shape and dtype but its segment holds %llu",
+                       label.c_str(), static_cast<ull>(want), static_cast<ull>(bytes));
       ti.data = data + off;
       ti.nbytes = static_cast<size_t>(bytes);
       m.info.weights_bytes += bytes;
@@ -260,12 +265,9 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
   if (fin != nullptr) {
     for (flatbuffers::uoffset_t i = 0; i < fin->size(); ++i) {
       const int32_t t = fin->Get(i);
-      if (t < 0 || static_cast<size_t>(t) >= nt)
-        return invalid("model input " + std::to_string(i) + " refers to tensor " + std::to_string(t) + " of " +
-                       std::to_string(nt));
+      if (t < 0 || static_cast<size_t>(t) >= nt) return invalid("model input %u refers to tensor %d of %zu", i, t, nt);
       if (m.tensors[t].role != TensorRole::kIntermediate || defined[t])
-        return invalid("model input " + std::to_string(i) + " (" + tensor_label(m, t) +
-                       ") is listed twice or is a constant");
+        return invalid("model input %u (%s) is listed twice or is a constant", i, tensor_label(m, t).c_str());
       m.tensors[t].role = TensorRole::kInput;
       defined[t] = 1;
       m.inputs.push_back(t);
@@ -273,10 +275,8 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
   }
   for (flatbuffers::uoffset_t i = 0; i < fout->size(); ++i) {
     const int32_t t = fout->Get(i);
-    if (t < 0 || static_cast<size_t>(t) >= nt)
-      return invalid("model output " + std::to_string(i) + " refers to tensor " + std::to_string(t) + " of " +
-                     std::to_string(nt));
-    if (is_output[t]) return invalid("model output " + std::to_string(i) + " (" + tensor_label(m, t) + ") is listed twice");
+    if (t < 0 || static_cast<size_t>(t) >= nt) return invalid("model output %u refers to tensor %d of %zu", i, t, nt);
+    if (is_output[t]) return invalid("model output %u (%s) is listed twice", i, tensor_label(m, t).c_str());
     is_output[t] = 1;
     if (m.tensors[t].role == TensorRole::kIntermediate) m.tensors[t].role = TensorRole::kOutput;
     m.outputs.push_back(t);
@@ -301,8 +301,8 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
     const auto* outs = fn->outputs();
     if ((ins && ins->size() > static_cast<flatbuffers::uoffset_t>(kMaxNodeArity)) ||
         (outs && outs->size() > static_cast<flatbuffers::uoffset_t>(kMaxNodeArity)))
-      return invalid(node_label(n, ni) + " has more than " + std::to_string(kMaxNodeArity) + " inputs or outputs");
-    if (outs == nullptr || outs->size() == 0) return invalid(node_label(n, ni) + " has no outputs");
+      return invalid("%s has more than %d inputs or outputs", node_label(n, ni).c_str(), kMaxNodeArity);
+    if (outs == nullptr || outs->size() == 0) return invalid("%s has no outputs", node_label(n, ni).c_str());
     int first_present = -1;
     for (flatbuffers::uoffset_t k = 0; ins && k < ins->size(); ++k) {
       const int32_t t = ins->Get(k);
@@ -311,11 +311,10 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
         continue;
       }
       if (t < 0 || static_cast<size_t>(t) >= nt)
-        return invalid(node_label(n, ni) + " input " + std::to_string(k) + " refers to tensor " + std::to_string(t) +
-                       " of " + std::to_string(nt));
+        return invalid("%s input %u refers to tensor %d of %zu", node_label(n, ni).c_str(), k, t, nt);
       if (!defined[t])
-        return invalid(node_label(n, ni) + " reads " + tensor_label(m, t) +
-                       " before any node produces it (nodes must be in topological order)");
+        return invalid("%s reads %s before any node produces it (nodes must be in topological order)",
+                       node_label(n, ni).c_str(), tensor_label(m, t).c_str());
       if (first_present < 0) first_present = t;
       m.tensors[t].last_use = ni;
       n.inputs.push_back(t);
@@ -323,11 +322,10 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
     for (flatbuffers::uoffset_t k = 0; k < outs->size(); ++k) {
       const int32_t t = outs->Get(k);
       if (t < 0 || static_cast<size_t>(t) >= nt)
-        return invalid(node_label(n, ni) + " output " + std::to_string(k) + " refers to tensor " + std::to_string(t) +
-                       " of " + std::to_string(nt));
+        return invalid("%s output %u refers to tensor %d of %zu", node_label(n, ni).c_str(), k, t, nt);
       if (defined[t])
-        return invalid(node_label(n, ni) + " writes " + tensor_label(m, t) +
-                       ", which is a model input, a constant or already produced by an earlier node");
+        return invalid("%s writes %s, which is a model input, a constant or already produced by an earlier node",
+                       node_label(n, ni).c_str(), tensor_label(m, t).c_str());
       defined[t] = 1;
       m.tensors[t].producer = ni;
       n.outputs.push_back(t);
@@ -335,20 +333,20 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
     const DType kdt = m.tensors[first_present >= 0 ? first_present : n.outputs[0]].dtype;
     n.kernel = find_kernel(n.op, kdt, policy);
     if (n.kernel == nullptr)
-      return Status(StatusCode::kUnsupported, "model needs operator '" + std::string(n.op) + "' (" + dtype_name(kdt) +
-                                                  "), which this runtime was built without");
+      return error_status(StatusCode::kUnsupported, "model needs operator '%s' (%s), which this runtime was built "
+                          "without", n.op, dtype_name(kdt));
     uint64_t absent = 0;
     for (size_t k = 0; k < n.inputs.size(); ++k)
       if (n.inputs[k] < 0) absent |= uint64_t{1} << k;
     const Status arity = check_kernel_arity(*n.kernel, static_cast<int>(n.inputs.size()), absent,
                                             static_cast<int>(n.outputs.size()));
-    if (!arity.ok()) return invalid(node_label(n, ni) + ": " + arity.message());
+    if (!arity.ok()) return invalid("%s: %s", node_label(n, ni).c_str(), arity.message().c_str());
     if (static_cast<int>(n.inputs.size()) > m.max_node_inputs) m.max_node_inputs = static_cast<int>(n.inputs.size());
     if (static_cast<int>(n.outputs.size()) > m.max_node_outputs)
       m.max_node_outputs = static_cast<int>(n.outputs.size());
   }
   for (int32_t t : m.outputs)
-    if (!defined[t]) return invalid("model output " + tensor_label(m, t) + " is never produced by any node");
+    if (!defined[t]) return invalid("model output %s is never produced by any node", tensor_label(m, t).c_str());
 
   // Public descriptions of inputs and outputs.
   auto describe = [&](int32_t t) {
@@ -359,8 +357,8 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
     for (int d = 0; d < m.tensors[t].file_shape.ndim; ++d) {
       io.dims.push_back(m.tensors[t].file_shape.dims[d]);
       const auto* nm = shape->Get(static_cast<flatbuffers::uoffset_t>(d))->name();
-      io.dim_names.push_back(io.dims.back() < 0 ? (nm && nm->size() ? nm->str() : io.name + "_dim" + std::to_string(d))
-                                                : "");
+      io.dim_names.push_back(io.dims.back() < 0 ? (nm && nm->size() ? nm->str() : format_str("%s_dim%d", io.name.c_str(), d))
+                                                : std::string());
     }
     return io;
   };
@@ -380,7 +378,7 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
       info.op_list.push_back(model->op_list()->Get(i)->str());
   } else {
     for (const NodeInfo& n : m.nodes) {
-      const std::string key = std::string(n.op) + ":" + dtype_name(n.kernel->dtype);
+      const std::string key = format_str("%s:%s", n.op, dtype_name(n.kernel->dtype));
       bool seen = false;
       for (const auto& s : info.op_list) seen = seen || s == key;
       if (!seen) info.op_list.push_back(key);
@@ -401,16 +399,17 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
                          std::vector<size_t>* sizes, std::vector<Shape>* out_shapes) -> Status {
       const size_t n = tensors_of.size();
       if (segidx == nullptr || shapes == nullptr || segidx->size() != n || shapes->size() != n)
-        return invalid(std::string("the test vector needs one ") + side + " segment and shape per model " + side);
+        return invalid("the test vector needs one %s segment and shape per model %s", side, side);
       for (size_t k = 0; k < n; ++k) {
-        const std::string what = std::string("test vector ") + side + " " + std::to_string(k);
+        const std::string what = format_str("test vector %s %zu", side, k);
         uint64_t off = 0, bytes = 0, want = 0;
         DTORCH_RETURN_IF_ERROR(
-            check_segment(model, segidx->Get(static_cast<flatbuffers::uoffset_t>(k)), what, &off, &bytes));
+            check_segment(model, segidx->Get(static_cast<flatbuffers::uoffset_t>(k)), what.c_str(), &off, &bytes));
         Shape s;
-        DTORCH_RETURN_IF_ERROR(read_shape(shapes->Get(static_cast<flatbuffers::uoffset_t>(k))->dims(), what, &s));
+        DTORCH_RETURN_IF_ERROR(
+            read_shape(shapes->Get(static_cast<flatbuffers::uoffset_t>(k))->dims(), what.c_str(), &s));
         if (!static_nbytes(s, m.tensors[tensors_of[k]].dtype, &want) || want != bytes)
-          return invalid(what + " has " + std::to_string(bytes) + " bytes, which does not match its shape");
+          return invalid("%s has %llu bytes, which does not match its shape", what.c_str(), static_cast<ull>(bytes));
         datas->push_back(data + off);
         sizes->push_back(static_cast<size_t>(bytes));
         out_shapes->push_back(s);

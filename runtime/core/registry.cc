@@ -7,7 +7,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <string>
+#include <new>
 
 #include "core/kernel.h"
 
@@ -16,43 +16,47 @@ namespace {
 
 constexpr size_t kMaxKernels = 1024;
 
+// Zero-initialized (trivial members only, so it is filled with zeroes before any dynamic initializer runs and is
+// safe to use from all of them) and without a guard variable: a function-local static would link libc++abi's
+// __cxa_guard_* and, through them, std::terminate and the exception runtime. The definitions are kept in raw
+// storage, not a KernelDef[], because KernelDef's member initializers (bit_exact = true) would make the table a
+// dynamically initialized one (and put it in .data).
 struct Registry {
-  KernelDef defs[kMaxKernels];
+  alignas(KernelDef) unsigned char storage[kMaxKernels][sizeof(KernelDef)];
   const KernelDef* ptrs[kMaxKernels];
   size_t count;
 };
 
-Registry& registry() {
-  static Registry r;  // constant-initialized (zeroes): safe to use from any static initializer
-  return r;
-}
+Registry g_registry;
+
+Registry& registry() { return g_registry; }
 
 }  // namespace
 
 bool register_kernel(const KernelDef& def) {
   Registry& r = registry();
   if (def.op == nullptr || def.infer == nullptr || def.run == nullptr) {
-    std::fprintf(stderr, "dtorch: kernel registration with a null op name or function\n");
+    print_to(stderr, "dtorch: kernel registration with a null op name or function\n");
     std::abort();
   }
   const KernelArity& a = def.arity;
   if (a.min_inputs < 0 || a.min_inputs > 64 || (a.max_inputs != -1 && (a.max_inputs < a.min_inputs || a.max_inputs > 64)) ||
       a.num_outputs < 1 || a.num_outputs > 64 ||
       (a.max_inputs != -1 && a.max_inputs < 64 && (a.optional_inputs >> a.max_inputs) != 0)) {
-    std::fprintf(stderr, "dtorch: kernel '%s' (%s) is registered with an inconsistent arity\n", def.op,
+    print_to(stderr, "dtorch: kernel '%s' (%s) is registered with an inconsistent arity\n", def.op,
                  dtype_name(def.dtype));
     std::abort();
   }
   if (def.kernel_set == nullptr) {
-    std::fprintf(stderr, "dtorch: kernel '%s' (%s) is registered without a kernel set\n", def.op,
+    print_to(stderr, "dtorch: kernel '%s' (%s) is registered without a kernel set\n", def.op,
                  dtype_name(def.dtype));
     std::abort();
   }
   for (size_t i = 0; i < r.count; ++i) {
-    const KernelDef& o = r.defs[i];
+    const KernelDef& o = *r.ptrs[i];
     if (o.dtype != def.dtype || std::strcmp(o.op, def.op) != 0) continue;
     if (o.priority == def.priority || std::strcmp(o.kernel_set, def.kernel_set) == 0) {
-      std::fprintf(stderr,
+      print_to(stderr,
                    "dtorch: kernel '%s' (%s) is registered twice at priority %d (sets '%s' and '%s'); each (op, "
                    "dtype) needs exactly one kernel per kernel set, at distinct priorities\n",
                    def.op, dtype_name(def.dtype), def.priority, o.kernel_set, def.kernel_set);
@@ -60,12 +64,11 @@ bool register_kernel(const KernelDef& def) {
     }
   }
   if (r.count >= kMaxKernels) {
-    std::fprintf(stderr, "dtorch: more than %zu kernels registered; raise kMaxKernels in runtime/core/registry.cc\n",
+    print_to(stderr, "dtorch: more than %zu kernels registered; raise kMaxKernels in runtime/core/registry.cc\n",
                  kMaxKernels);
     std::abort();
   }
-  r.defs[r.count] = def;
-  r.ptrs[r.count] = &r.defs[r.count];
+  r.ptrs[r.count] = new (r.storage[r.count]) KernelDef(def);
   ++r.count;
   return true;
 }
@@ -87,10 +90,12 @@ const KernelDef* find_kernel(const char* op, DType dtype, KernelPolicy policy) {
   if (op == nullptr) return nullptr;
   const Registry& r = registry();
   const KernelDef* best = nullptr;
-  for (size_t i = 0; i < r.count; ++i)
-    if (r.defs[i].dtype == dtype && std::strcmp(r.defs[i].op, op) == 0 && policy_allows(policy, r.defs[i]) &&
-        (best == nullptr || r.defs[i].priority > best->priority))
-      best = &r.defs[i];
+  for (size_t i = 0; i < r.count; ++i) {
+    const KernelDef* d = r.ptrs[i];
+    if (d->dtype == dtype && std::strcmp(d->op, op) == 0 && policy_allows(policy, *d) &&
+        (best == nullptr || d->priority > best->priority))
+      best = d;
+  }
   return best;
 }
 
@@ -117,31 +122,33 @@ bool parse_kernel_policy(const char* s, KernelPolicy* out) {
 const KernelDef* find_kernel_in_set(const char* op, DType dtype, const char* kernel_set) {
   if (op == nullptr || kernel_set == nullptr) return nullptr;
   const Registry& r = registry();
-  for (size_t i = 0; i < r.count; ++i)
-    if (r.defs[i].dtype == dtype && std::strcmp(r.defs[i].op, op) == 0 &&
-        std::strcmp(r.defs[i].kernel_set, kernel_set) == 0)
-      return &r.defs[i];
+  for (size_t i = 0; i < r.count; ++i) {
+    const KernelDef* d = r.ptrs[i];
+    if (d->dtype == dtype && std::strcmp(d->op, op) == 0 && std::strcmp(d->kernel_set, kernel_set) == 0) return d;
+  }
   return nullptr;
 }
 
 Status check_kernel_arity(const KernelDef& def, int n_in, uint64_t absent, int n_out) {
   const KernelArity& a = def.arity;
-  const std::string op = def.op;
   if (n_in < a.min_inputs || (a.max_inputs >= 0 && n_in > a.max_inputs)) {
-    std::string want;
-    if (a.max_inputs < 0) want = "at least " + std::to_string(a.min_inputs);
-    else if (a.max_inputs == a.min_inputs) want = std::to_string(a.min_inputs);
-    else want = std::to_string(a.min_inputs) + " to " + std::to_string(a.max_inputs);
-    return Status(StatusCode::kInvalidModel,
-                  "operator '" + op + "' takes " + want + " input(s) but the node has " + std::to_string(n_in));
+    if (a.max_inputs < 0)
+      return error_status(StatusCode::kInvalidModel, "operator '%s' takes at least %d input(s) but the node has %d",
+                          def.op, a.min_inputs, n_in);
+    if (a.max_inputs == a.min_inputs)
+      return error_status(StatusCode::kInvalidModel, "operator '%s' takes %d input(s) but the node has %d", def.op,
+                          a.min_inputs, n_in);
+    return error_status(StatusCode::kInvalidModel, "operator '%s' takes %d to %d input(s) but the node has %d", def.op,
+                        a.min_inputs, a.max_inputs, n_in);
   }
   for (int i = 0; i < n_in && i < 64; ++i)
     if (((absent >> i) & 1) != 0 && ((a.optional_inputs >> i) & 1) == 0)
-      return Status(StatusCode::kInvalidModel, "operator '" + op + "' requires input " + std::to_string(i) +
-                                                   ", but it is absent (-1); only optional inputs may be left out");
+      return error_status(StatusCode::kInvalidModel,
+                          "operator '%s' requires input %d, but it is absent (-1); only optional inputs may be left out",
+                          def.op, i);
   if (n_out != a.num_outputs)
-    return Status(StatusCode::kInvalidModel, "operator '" + op + "' has " + std::to_string(a.num_outputs) +
-                                                 " output(s) but the node lists " + std::to_string(n_out));
+    return error_status(StatusCode::kInvalidModel, "operator '%s' has %d output(s) but the node lists %d", def.op,
+                        a.num_outputs, n_out);
   return Status::Ok();
 }
 

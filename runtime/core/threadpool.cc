@@ -8,6 +8,11 @@
 // across parts), so the bits do not depend on the thread count or on who ran what. A parallel_for issued from
 // inside a worker (nested) runs inline. Nothing is allocated after construction.
 //
+// The threads, lock and condition variables are POSIX threads, not std::thread / std::mutex: those are compiled
+// into libc++ with exceptions (system_error on failure), and on a board build that is the only reason the C++
+// unwinder and its tables would be linked into a dtorch-run built with -fno-exceptions. A worker that cannot be
+// created leaves the pool smaller (size() reports it); its parts are run by the others.
+//
 // Hand-off: a model run issues one parallel_for per big kernel, microseconds apart, so an idle worker spins for a
 // short while (a few thousand pause instructions, then a few yields) watching for the next job before it sleeps on
 // the condition variable; the caller waits for running parts the same way. Waking a sleeping thread costs tens of
@@ -19,19 +24,13 @@
 #if defined(__linux__) && !defined(_GNU_SOURCE)
 #define _GNU_SOURCE
 #endif
-#include <algorithm>
-#include <atomic>
-#include <condition_variable>
-#include <mutex>
-#include <thread>
-#include <vector>
-
-#include "core/kernel.h"
-
-#if defined(__linux__)
 #include <pthread.h>
 #include <sched.h>
-#endif
+
+#include <algorithm>
+#include <atomic>
+
+#include "core/kernel.h"
 
 namespace dtorch {
 
@@ -60,7 +59,7 @@ bool spin_until(F&& done) {
     if (spin < kSpinIterations)
       cpu_relax();
     else
-      std::this_thread::yield();
+      sched_yield();
   }
   return done();
 }
@@ -107,14 +106,31 @@ void chunk(int64_t n, int parts, int k, int64_t* begin, int64_t* end) {
   *begin = k * base + std::min<int64_t>(k, rem);
   *end = *begin + base + (k < rem ? 1 : 0);
 }
+
+// A scoped pthread mutex lock.
+class Lock {
+ public:
+  explicit Lock(pthread_mutex_t* mu) : mu_(mu) { pthread_mutex_lock(mu_); }
+  ~Lock() { pthread_mutex_unlock(mu_); }
+  Lock(const Lock&) = delete;
+  Lock& operator=(const Lock&) = delete;
+
+ private:
+  pthread_mutex_t* mu_;
+};
+
+constexpr int kMaxThreads = 1024;  // SessionOptions::num_threads's range
 }  // namespace
 
 struct ThreadPool::Impl {
   int size = 1;
-  std::vector<std::thread> workers;
-  std::mutex mu;
-  std::condition_variable work_cv;
-  std::condition_variable done_cv;
+  int num_workers = 0;
+  pthread_t workers[kMaxThreads - 1];
+  pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+  pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
+  pthread_cond_t done_cv = PTHREAD_COND_INITIALIZER;
+  int caller_cpu = -1;
+  int next_worker = 1;  // the index the next starting worker takes (under mu)
   std::atomic<uint64_t> generation{0};  // the latest published job (0: none yet)
   std::atomic<bool> stop{false};
   Job slots[2];
@@ -128,8 +144,8 @@ struct ThreadPool::Impl {
       chunk(j.n, j.parts, p, &b, &e);
       if (b < e) j.fn(j.arg, b, e);
       if (j.done.fetch_add(1, std::memory_order_acq_rel) + 1 == j.parts) {
-        std::lock_guard<std::mutex> lock(mu);  // the caller checks `done` under the lock before it sleeps
-        done_cv.notify_one();
+        Lock lock(&mu);  // the caller checks `done` under the lock before it sleeps
+        pthread_cond_signal(&done_cv);
       }
     }
   }
@@ -142,10 +158,9 @@ struct ThreadPool::Impl {
       if (!spin_until([&] {
             return generation.load(std::memory_order_acquire) != seen || stop.load(std::memory_order_relaxed);
           })) {
-        std::unique_lock<std::mutex> lock(mu);
-        work_cv.wait(lock, [&] {
-          return stop.load(std::memory_order_relaxed) || generation.load(std::memory_order_acquire) != seen;
-        });
+        Lock lock(&mu);
+        while (!stop.load(std::memory_order_relaxed) && generation.load(std::memory_order_acquire) == seen)
+          pthread_cond_wait(&work_cv, &mu);
       }
       if (stop.load(std::memory_order_relaxed)) return;
       const uint64_t g = generation.load(std::memory_order_acquire);
@@ -156,27 +171,38 @@ struct ThreadPool::Impl {
       j.users.fetch_sub(1, std::memory_order_release);
     }
   }
+
+  static void* worker_main(void* arg) {
+    Impl* self = static_cast<Impl*>(arg);
+    int k;
+    {
+      Lock lock(&self->mu);
+      k = self->next_worker++;
+    }
+    self->worker_loop(k, self->caller_cpu);
+    return nullptr;
+  }
 };
 
 ThreadPool::ThreadPool(int num_threads) : impl_(new Impl) {
-  impl_->size = std::max(1, num_threads);
-  impl_->workers.reserve(static_cast<size_t>(impl_->size - 1));
+  const int want = std::min(std::max(1, num_threads), kMaxThreads);
 #if defined(__linux__)
-  const int caller_cpu = sched_getcpu();
-#else
-  const int caller_cpu = -1;
+  impl_->caller_cpu = sched_getcpu();
 #endif
-  for (int k = 1; k < impl_->size; ++k)
-    impl_->workers.emplace_back([this, k, caller_cpu] { impl_->worker_loop(k, caller_cpu); });
+  for (int k = 1; k < want; ++k) {
+    if (pthread_create(&impl_->workers[impl_->num_workers], nullptr, &Impl::worker_main, impl_) != 0) break;
+    ++impl_->num_workers;
+  }
+  impl_->size = 1 + impl_->num_workers;
 }
 
 ThreadPool::~ThreadPool() {
   {
-    std::lock_guard<std::mutex> lock(impl_->mu);
+    Lock lock(&impl_->mu);
     impl_->stop.store(true, std::memory_order_relaxed);
   }
-  impl_->work_cv.notify_all();
-  for (auto& t : impl_->workers) t.join();
+  pthread_cond_broadcast(&impl_->work_cv);
+  for (int k = 0; k < impl_->num_workers; ++k) pthread_join(impl_->workers[k], nullptr);
   delete impl_;
 }
 
@@ -202,15 +228,15 @@ void ThreadPool::parallel_for(int64_t n, void (*fn)(void* arg, int64_t begin, in
   j.gen.store(g, std::memory_order_seq_cst);
   {
     // Under the lock, so a worker between its predicate check and its sleep cannot miss the new generation.
-    std::lock_guard<std::mutex> lock(s.mu);
+    Lock lock(&s.mu);
     s.generation.store(g, std::memory_order_seq_cst);
   }
-  s.work_cv.notify_all();
+  pthread_cond_broadcast(&s.work_cv);
   s.run_parts(j);
   auto finished = [&] { return j.done.load(std::memory_order_acquire) == j.parts; };
   if (!spin_until(finished)) {
-    std::unique_lock<std::mutex> lock(s.mu);
-    s.done_cv.wait(lock, finished);
+    Lock lock(&s.mu);
+    while (!finished()) pthread_cond_wait(&s.done_cv, &s.mu);
   }
 }
 

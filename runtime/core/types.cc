@@ -1,6 +1,8 @@
 // Element-type sizes and names (same numbering as the .dtm schema's DType).
 #include "dtorch/types.h"
 
+#include "dtorch/format.h"
+
 namespace dtorch {
 
 size_t dtype_size(DType t) {
@@ -33,6 +35,16 @@ const char* dtype_name(DType t) {
     case DType::kBool: return "bool";
   }
   return "unknown";
+}
+
+std::string shape_str(const Shape& s) {
+  std::string out = "[";
+  char buf[32];
+  for (int i = 0; i < s.ndim && i < kMaxDims; ++i) {
+    format(buf, sizeof(buf), i ? ", %lld" : "%lld", static_cast<long long>(s.dims[i]));
+    out += buf;
+  }
+  return out + "]";
 }
 
 }  // namespace dtorch

@@ -117,3 +117,34 @@ def test_failed_compile_shows_the_compilers_first_error(model, tmp_path):
     assert r.exit_code == 1, r.output
     assert "error: building dtorch-run for host failed: runtime/core/attrs.cc:1:1: error: simulated compiler failure" \
         in r.output and "Traceback" not in r.output
+
+
+def test_profile_size_builds_kernels_for_size(model, tmp_path):
+    """--profile size: the kernels at -Os too (the core is -Os on every profile), in its own build folder; the
+    bundle records it, is smaller than the board's speed build, and runs under QEMU."""
+    from dtorch.edge.build import build_bundle
+
+    speed = build_bundle("rk3588", [model], toolchain="zig", out=tmp_path / "speed", compare_full=False,
+                         log=lambda _m: None, progress=False)
+    size = build_bundle("rk3588", [model], toolchain="zig", out=tmp_path / "size", compare_full=False,
+                        log=lambda _m: None, progress=False, profile="size")
+    assert speed.manifest["profile"] == "speed" and size.manifest["profile"] == "size"
+    assert "-O2" in speed.manifest["flags"]["cxxflags"] and "-Os" in size.manifest["flags"]["cxxflags"]
+    assert "-O2" not in size.manifest["flags"]["cxxflags"] and speed.manifest["flags"]["core_cxxflags"] == ["-Os"]
+    assert size.manifest["runtime_hash"] != speed.manifest["runtime_hash"]
+    assert size.binary_bytes < speed.binary_bytes
+    b = tmp_path / "size" / "rk3588"
+    run = subprocess.run(["qemu-aarch64", "-cpu", "cortex-a76", str(b / "dtorch-run"), str(b / "model.dtm"),
+                          "--self-test"], capture_output=True, text=True, timeout=300)
+    assert run.returncode == 0 and "self-test PASS" in run.stdout, run.stderr
+
+
+def test_unknown_profile_is_refused(model, tmp_path):
+    from dtorch.edge.build import BuildError, build_bundle
+
+    with pytest.raises(BuildError, match="unknown profile 'tiny'"):
+        build_bundle("rk3588", [model], toolchain="zig", out=tmp_path / "dist", profile="tiny", log=lambda _m: None,
+                     progress=False)
+    assert not (tmp_path / "dist").exists()
+    r = CliRunner().invoke(main, ["build", "--board", "rk3588", "--model", str(model), "--profile", "tiny"])
+    assert r.exit_code == 2 and "'tiny' is not one of 'speed', 'size'" in r.output

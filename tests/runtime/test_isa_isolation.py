@@ -19,12 +19,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from host_build import scons_host
 
 import dtorch as dt
 from dtorch.edge.kernel_sets import host_arch, kernel_sets
 
 ROOT = Path(__file__).resolve().parents[2]
-BUILD = ROOT / "build" / "host"
 
 _spec = importlib.util.spec_from_file_location("export_zoo", ROOT / "tests" / "export" / "zoo.py")
 zoo = importlib.util.module_from_spec(_spec)
@@ -39,11 +39,7 @@ CPUS = {
 
 @pytest.fixture(scope="module")
 def host_build() -> Path:
-    if shutil.which("scons") is None:
-        pytest.fail("scons is not installed: run scripts/setup.sh (it installs the apt packages the runtime needs)")
-    r = subprocess.run(["scons", "-Q", "-j2", "dtorch-run"], cwd=ROOT, capture_output=True, text=True, timeout=900)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-2000:]
-    return BUILD
+    return scons_host("dtorch-run")
 
 
 def _weak_symbols(obj: Path) -> list[str]:

@@ -54,6 +54,9 @@ struct ModelInfo {
   std::vector<std::pair<std::string, std::string>> metadata;
 };
 
+// Seconds on a monotonic clock (CLOCK_MONOTONIC): differences time runs; the origin is unspecified.
+double monotonic_seconds();
+
 class Session {
  public:
   static Status Create(const std::string& path, const SessionOptions& options, std::unique_ptr<Session>* out);

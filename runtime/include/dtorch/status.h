@@ -2,7 +2,10 @@
 // (the message); a successful call never does.
 #pragma once
 
+#include <cstdarg>
 #include <string>
+
+#include "dtorch/format.h"
 #include <utility>
 
 namespace dtorch {
@@ -32,6 +35,13 @@ class Status {
 };
 
 const char* status_code_name(StatusCode c);
+
+// printf-style formatting for error messages (error paths only: it allocates). One out-of-line call per message
+// instead of a chain of std::string concatenations keeps the runtime small on boards.
+std::string format_str(const char* fmt, ...) DTORCH_PRINTF_LIKE(1, 2);
+std::string vformat_str(const char* fmt, va_list ap);
+// A Status with a printf-style message.
+Status error_status(StatusCode code, const char* fmt, ...) DTORCH_PRINTF_LIKE(2, 3);
 
 #define DTORCH_RETURN_IF_ERROR(expr)        \
   do {                                      \

@@ -4,6 +4,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 namespace dtorch {
 
@@ -38,6 +39,9 @@ struct Shape {
   }
   bool operator!=(const Shape& o) const { return !(*this == o); }
 };
+
+// "[1, 3, 224, 224]" (for messages).
+std::string shape_str(const Shape& s);
 
 // A contiguous row-major tensor in memory owned by someone else.
 struct TensorView {

@@ -16,19 +16,13 @@ namespace dtorch {
 namespace kernels {
 inline namespace DTORCH_ISA {
 
-#if defined(__GNUC__)
-#define DTORCH_PRINTF_LIKE(fmt_index, first_arg) __attribute__((format(printf, fmt_index, first_arg)))
-#else
-#define DTORCH_PRINTF_LIKE(fmt_index, first_arg)
-#endif
-
 // "<op>: <formatted message>" with the given code.
 inline Status op_error(StatusCode code, const char* op, const char* fmt, ...) DTORCH_PRINTF_LIKE(3, 4);
 inline Status op_error(StatusCode code, const char* op, const char* fmt, ...) {
   char buf[512];
   va_list ap;
   va_start(ap, fmt);
-  std::vsnprintf(buf, sizeof(buf), fmt, ap);
+  ::dtorch::vformat(buf, sizeof(buf), fmt, ap);
   va_end(ap);
   std::string msg(op);
   msg += ": ";
@@ -36,16 +30,7 @@ inline Status op_error(StatusCode code, const char* op, const char* fmt, ...) {
   return Status(code, msg);
 }
 
-// "[1, 3, 224, 224]" (error paths only).
-inline std::string shape_str(const Shape& s) {
-  std::string out = "[";
-  for (int i = 0; i < s.ndim; ++i) {
-    if (i) out += ", ";
-    out += std::to_string(static_cast<long long>(s.dims[i]));
-  }
-  out += "]";
-  return out;
-}
+// shape_str (dtorch/types.h): "[1, 3, 224, 224]" (error paths only).
 
 inline std::string ints_str(const int64_t* v, int n) {
   std::string out = "[";

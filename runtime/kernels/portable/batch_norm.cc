@@ -18,7 +18,7 @@ Status check(const TensorView* in, int n_in) {
   DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", x, DType::kFloat32));
   if (x.shape.ndim < 2)
     return op_error(StatusCode::kInvalidArgument, kOp, "input must have at least 2 dimensions (N, C, ...), got %s",
-                    kernels::shape_str(x.shape).c_str());
+                    ::dtorch::shape_str(x.shape).c_str());
   const int64_t c = x.shape.dims[1];
   DTORCH_RETURN_IF_ERROR(kernels::check_vector(kOp, "running mean", in[1], c));
   DTORCH_RETURN_IF_ERROR(kernels::check_vector(kOp, "running var", in[2], c));

@@ -27,7 +27,7 @@ Status check(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
     if (!ok)
       return op_error(StatusCode::kInvalidArgument, kOp,
                       "input %d has shape %s, which does not match input 0's shape %s outside axis %d", i,
-                      kernels::shape_str(s).c_str(), kernels::shape_str(s0).c_str(), *axis);
+                      ::dtorch::shape_str(s).c_str(), ::dtorch::shape_str(s0).c_str(), *axis);
     if (!kernels::checked_add(o.dims[*axis], s.dims[*axis], &o.dims[*axis]))
       return op_error(StatusCode::kInvalidArgument, kOp, "the concatenated size along axis %d overflows", *axis);
   }

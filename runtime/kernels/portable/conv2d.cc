@@ -86,16 +86,16 @@ Status geometry(const Attrs& attrs, const TensorView* in, int n_in, Geo* g) {
   if (w.shape.dims[1] != g->cg)
     return op_error(StatusCode::kInvalidArgument, kOp,
                     "input has %lld channels but the weight expects %lld (weight %s, groups=%lld)", (long long)g->c,
-                    (long long)(w.shape.dims[1] * groups), kernels::shape_str(w.shape).c_str(), (long long)groups);
+                    (long long)(w.shape.dims[1] * groups), ::dtorch::shape_str(w.shape).c_str(), (long long)groups);
   if (g->kh < 1 || g->kw < 1)
-    return op_error(StatusCode::kInvalidModel, kOp, "weight has an empty kernel: %s", kernels::shape_str(w.shape).c_str());
+    return op_error(StatusCode::kInvalidModel, kOp, "weight has an empty kernel: %s", ::dtorch::shape_str(w.shape).c_str());
   if (kernels::optional_present(in, n_in, 2)) DTORCH_RETURN_IF_ERROR(kernels::check_vector(kOp, "bias", in[2], g->o));
   const int64_t eh = g->h + g->pt + g->pb - g->dh * (g->kh - 1) - 1;
   const int64_t ew = g->w + g->pl + g->pr - g->dw * (g->kw - 1) - 1;
   if (eh < 0 || ew < 0)
     return op_error(StatusCode::kInvalidArgument, kOp,
                     "input %s (padded to %lldx%lld) is smaller than the dilated kernel %lldx%lld",
-                    kernels::shape_str(x.shape).c_str(), (long long)(g->h + g->pt + g->pb),
+                    ::dtorch::shape_str(x.shape).c_str(), (long long)(g->h + g->pt + g->pb),
                     (long long)(g->w + g->pl + g->pr), (long long)(g->dh * (g->kh - 1) + 1),
                     (long long)(g->dw * (g->kw - 1) + 1));
   g->oh = eh / g->sh + 1;

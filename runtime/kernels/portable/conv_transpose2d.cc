@@ -63,7 +63,7 @@ Status geometry(const Attrs& attrs, const TensorView* in, int n_in, Geo* g) {
   g->w = x.shape.dims[3];
   if (w.shape.dims[0] != g->c)
     return op_error(StatusCode::kInvalidArgument, kOp, "input has %lld channels but the weight %s expects %lld",
-                    (long long)g->c, kernels::shape_str(w.shape).c_str(), (long long)w.shape.dims[0]);
+                    (long long)g->c, ::dtorch::shape_str(w.shape).c_str(), (long long)w.shape.dims[0]);
   if (g->c % g->groups != 0)
     return op_error(StatusCode::kInvalidArgument, kOp, "input has %lld channels, which groups=%lld does not divide",
                     (long long)g->c, (long long)g->groups);
@@ -84,7 +84,7 @@ Status geometry(const Attrs& attrs, const TensorView* in, int n_in, Geo* g) {
   g->ow = (g->w - 1) * g->sw - 2 * g->pw + g->dw * (g->kw - 1) + g->opw + 1;
   if (g->oh < 1 || g->ow < 1)
     return op_error(StatusCode::kInvalidArgument, kOp, "input %s gives an empty output (%lldx%lld)",
-                    kernels::shape_str(x.shape).c_str(), (long long)g->oh, (long long)g->ow);
+                    ::dtorch::shape_str(x.shape).c_str(), (long long)g->oh, (long long)g->ow);
   if (kernels::optional_present(in, n_in, 2)) DTORCH_RETURN_IF_ERROR(kernels::check_vector(kOp, "bias", in[2], g->o));
   return Status::Ok();
 }

@@ -18,7 +18,7 @@ Status plan(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int6
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_list(kOp, attrs, "shape", kMaxDims, spec, &n, true));
   if (n < s.ndim)
     return op_error(StatusCode::kInvalidArgument, kOp, "shape %s has fewer dimensions than the input %s",
-                    kernels::ints_str(spec, n).c_str(), kernels::shape_str(s).c_str());
+                    kernels::ints_str(spec, n).c_str(), ::dtorch::shape_str(s).c_str());
   int64_t in_strides[kMaxDims];
   kernels::contiguous_strides(s, in_strides);
   out->ndim = n;
@@ -29,12 +29,12 @@ Status plan(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int6
     if (d == 0 || d == -1) {
       if (k < 0)
         return op_error(StatusCode::kInvalidArgument, kOp, "shape %s keeps (%lld) dimension %d, which the input %s lacks",
-                        kernels::ints_str(spec, n).c_str(), (long long)d, i, kernels::shape_str(s).c_str());
+                        kernels::ints_str(spec, n).c_str(), (long long)d, i, ::dtorch::shape_str(s).c_str());
       d = din;
     }
     if (d < 0 || (din != 1 && din != d))
       return op_error(StatusCode::kInvalidArgument, kOp, "cannot expand input %s to shape %s (dimension %d)",
-                      kernels::shape_str(s).c_str(), kernels::ints_str(spec, n).c_str(), i);
+                      ::dtorch::shape_str(s).c_str(), kernels::ints_str(spec, n).c_str(), i);
     out->dims[i] = d;
     strides[i] = (k < 0 || din == 1) ? 0 : in_strides[k];
   }

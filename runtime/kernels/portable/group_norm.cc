@@ -18,7 +18,7 @@ Status check(const Attrs& attrs, const TensorView* in, int n_in, int64_t* groups
   DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", x, DType::kFloat32));
   if (x.shape.ndim < 2)
     return op_error(StatusCode::kInvalidArgument, kOp, "input must have at least 2 dimensions (N, C, ...), got %s",
-                    kernels::shape_str(x.shape).c_str());
+                    ::dtorch::shape_str(x.shape).c_str());
   const int64_t c = x.shape.dims[1];
   const int64_t g = attrs.get_int("groups", -1);
   if (g < 1) return op_error(StatusCode::kInvalidModel, kOp, "attribute 'groups' must be >= 1, got %lld", (long long)g);

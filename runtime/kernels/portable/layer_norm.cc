@@ -20,7 +20,7 @@ Status check(const Attrs& attrs, const TensorView* in, int n_in, int64_t* rows, 
   if (nd < 1 || nd > x.shape.ndim)
     return op_error(StatusCode::kInvalidArgument, kOp,
                     "normalized_ndim %lld must be between 1 and the input's rank (input %s)", (long long)nd,
-                    kernels::shape_str(x.shape).c_str());
+                    ::dtorch::shape_str(x.shape).c_str());
   Shape norm;
   norm.ndim = static_cast<int32_t>(nd);
   int64_t dd = 1;
@@ -34,7 +34,7 @@ Status check(const Attrs& attrs, const TensorView* in, int n_in, int64_t* rows, 
     DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, what, in[k], DType::kFloat32));
     if (in[k].shape.numel() != dd)
       return op_error(StatusCode::kInvalidArgument, kOp, "%s has shape %s but the normalized shape is %s", what,
-                      kernels::shape_str(in[k].shape).c_str(), kernels::shape_str(norm).c_str());
+                      ::dtorch::shape_str(in[k].shape).c_str(), ::dtorch::shape_str(norm).c_str());
   }
   *d = dd;
   *rows = dd > 0 ? x.shape.numel() / dd : 0;

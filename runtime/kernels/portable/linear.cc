@@ -24,7 +24,7 @@ Status check(const Attrs& attrs, const TensorView* in, int n_in, kernels::Activa
   if (k != w.shape.dims[1])
     return op_error(StatusCode::kInvalidArgument, kOp,
                     "input has %lld features (last dim of %s) but the weight %s expects %lld", (long long)k,
-                    kernels::shape_str(x.shape).c_str(), kernels::shape_str(w.shape).c_str(),
+                    ::dtorch::shape_str(x.shape).c_str(), ::dtorch::shape_str(w.shape).c_str(),
                     (long long)w.shape.dims[1]);
   if (kernels::optional_present(in, n_in, 2))
     DTORCH_RETURN_IF_ERROR(kernels::check_vector(kOp, "bias", in[2], w.shape.dims[0]));

@@ -27,7 +27,7 @@ Status geometry(const TensorView* in, int n_in, Geo* g) {
   const Shape& b = in[1].shape;
   if (a.ndim < 1 || b.ndim < 1)
     return op_error(StatusCode::kInvalidArgument, kOp, "both arguments need at least 1 dimension, got %s and %s",
-                    kernels::shape_str(a).c_str(), kernels::shape_str(b).c_str());
+                    ::dtorch::shape_str(a).c_str(), ::dtorch::shape_str(b).c_str());
   g->m = a.ndim >= 2 ? a.dims[a.ndim - 2] : 1;
   g->k = a.dims[a.ndim - 1];
   const int64_t kb = b.ndim >= 2 ? b.dims[b.ndim - 2] : b.dims[0];
@@ -36,7 +36,7 @@ Status geometry(const TensorView* in, int n_in, Geo* g) {
     return op_error(StatusCode::kInvalidArgument, kOp,
                     "shapes %s and %s cannot be multiplied: the last dim of the first (%lld) must equal the %s dim of "
                     "the second (%lld)",
-                    kernels::shape_str(a).c_str(), kernels::shape_str(b).c_str(), (long long)g->k,
+                    ::dtorch::shape_str(a).c_str(), ::dtorch::shape_str(b).c_str(), (long long)g->k,
                     b.ndim >= 2 ? "second-to-last" : "first", (long long)kb);
   const int ba = a.ndim > 2 ? a.ndim - 2 : 0, bb = b.ndim > 2 ? b.ndim - 2 : 0;
   g->nb = ba > bb ? ba : bb;
@@ -48,7 +48,7 @@ Status geometry(const TensorView* in, int n_in, Geo* g) {
     const int64_t da = ia >= 0 ? a.dims[ia] : 1, db = ib >= 0 ? b.dims[ib] : 1;
     if (da != db && da != 1 && db != 1)
       return op_error(StatusCode::kInvalidArgument, kOp, "batch dimensions of %s and %s cannot be broadcast together",
-                      kernels::shape_str(a).c_str(), kernels::shape_str(b).c_str());
+                      ::dtorch::shape_str(a).c_str(), ::dtorch::shape_str(b).c_str());
     g->batch[i] = da == 1 ? db : da;
     g->sa[i] = da == 1 ? 0 : st_a;
     g->sb[i] = db == 1 ? 0 : st_b;
@@ -56,7 +56,7 @@ Status geometry(const TensorView* in, int n_in, Geo* g) {
     st_b *= db;
     if (!kernels::checked_mul(g->batches, g->batch[i], &g->batches))
       return op_error(StatusCode::kInvalidArgument, kOp, "batch dimensions of %s and %s broadcast to too many matrices",
-                      kernels::shape_str(a).c_str(), kernels::shape_str(b).c_str());
+                      ::dtorch::shape_str(a).c_str(), ::dtorch::shape_str(b).c_str());
   }
   Shape o;
   o.ndim = 0;

@@ -49,7 +49,7 @@ Status geometry(const Attrs& attrs, const TensorView* in, int n_in, Geo* g) {
   g->ow = kernels::pool_out_size(g->w, k[1], s[1], p[1], d[1], ceil_mode);
   if (g->oh < 1 || g->ow < 1)
     return op_error(StatusCode::kInvalidArgument, kOp, "input %s is too small for kernel %s (output %lldx%lld)",
-                    kernels::shape_str(x).c_str(), kernels::ints_str(k, 2).c_str(), (long long)g->oh, (long long)g->ow);
+                    ::dtorch::shape_str(x).c_str(), kernels::ints_str(k, 2).c_str(), (long long)g->oh, (long long)g->ow);
   return Status::Ok();
 }
 

@@ -22,7 +22,7 @@ Status plan(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int6
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_list(kOp, attrs, "pads", 2 * kMaxDims, pads, &n, true));
   if (n % 2 != 0 || n / 2 > s.ndim)
     return op_error(StatusCode::kInvalidArgument, kOp, "pads %s must have an even length of at most 2 * %d (input %s)",
-                    kernels::ints_str(pads, n).c_str(), s.ndim, kernels::shape_str(s).c_str());
+                    kernels::ints_str(pads, n).c_str(), s.ndim, ::dtorch::shape_str(s).c_str());
   *out = s;
   for (int d = 0; d < s.ndim; ++d) lo[d] = 0;
   for (int i = 0; i < n / 2; ++i) {
@@ -36,7 +36,7 @@ Status plan(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int6
     out->dims[d] = s.dims[d] + pads[2 * i] + pads[2 * i + 1];
     if (out->dims[d] < 0)
       return op_error(StatusCode::kInvalidArgument, kOp, "pads %s give a negative size for dimension %d of input %s",
-                      kernels::ints_str(pads, n).c_str(), d, kernels::shape_str(s).c_str());
+                      kernels::ints_str(pads, n).c_str(), d, ::dtorch::shape_str(s).c_str());
   }
   return Status::Ok();
 }

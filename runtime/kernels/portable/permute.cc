@@ -17,7 +17,7 @@ Status check(const Attrs& attrs, const TensorView* in, int n_in, int* perm, Shap
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_list(kOp, attrs, "perm", kMaxDims, p, &n, true));
   if (n != s.ndim)
     return op_error(StatusCode::kInvalidArgument, kOp, "perm %s has %d entries but the input %s has %d dimensions",
-                    kernels::ints_str(p, n).c_str(), n, kernels::shape_str(s).c_str(), s.ndim);
+                    kernels::ints_str(p, n).c_str(), n, ::dtorch::shape_str(s).c_str(), s.ndim);
   bool seen[kMaxDims] = {};
   out->ndim = n;
   for (int i = 0; i < n; ++i) {

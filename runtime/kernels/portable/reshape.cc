@@ -27,7 +27,7 @@ Status target(const Attrs& attrs, const TensorView* in, int n_in, Shape* out) {
     if (d == 0) {
       if (i >= s.ndim)
         return op_error(StatusCode::kInvalidArgument, kOp, "shape %s copies dimension %d (0) but the input %s has %d",
-                        kernels::ints_str(spec, n).c_str(), i, kernels::shape_str(s).c_str(), s.ndim);
+                        kernels::ints_str(spec, n).c_str(), i, ::dtorch::shape_str(s).c_str(), s.ndim);
       d = s.dims[i];
     } else if (d == -1) {
       if (infer_at >= 0)
@@ -49,11 +49,11 @@ Status target(const Attrs& attrs, const TensorView* in, int n_in, Shape* out) {
   if (infer_at >= 0) {
     if (known == 0 || total % known != 0)
       return op_error(StatusCode::kInvalidArgument, kOp, "cannot reshape input %s (%lld elements) into %s",
-                      kernels::shape_str(s).c_str(), (long long)total, kernels::ints_str(spec, n).c_str());
+                      ::dtorch::shape_str(s).c_str(), (long long)total, kernels::ints_str(spec, n).c_str());
     o.dims[infer_at] = total / known;
   } else if (known != total) {
     return op_error(StatusCode::kInvalidArgument, kOp, "cannot reshape input %s (%lld elements) into %s",
-                    kernels::shape_str(s).c_str(), (long long)total, kernels::shape_str(o).c_str());
+                    ::dtorch::shape_str(s).c_str(), (long long)total, ::dtorch::shape_str(o).c_str());
   }
   *out = o;
   return Status::Ok();
