@@ -55,7 +55,7 @@ _APP_SOURCES = ("apps/dtorch_run.cc", "apps/npy.cc", "apps/heap_meter.cc", "apps
 _LIBCXX_SOURCES = ("apps/no_exceptions.cc",)
 #: ... and, with nothing left to read them, the libraries' unwind tables dropped at link (relative to the resource
 #: root, where SCons runs; the script's bytes are part of the runtime hash).
-_LIBCXX_LINK_SCRIPT = "toolchains/zig_no_unwind.ld"
+_LIBCXX_LINK_SCRIPTS = ("toolchains/zig_no_unwind.ld",)
 _HEADER_GLOBS = ("include/dtorch/*.h", "core/*.h", "kernels/common/*.h", "kernels/*/*.h", "schema/*.h", "apps/*.h")
 
 
@@ -83,6 +83,7 @@ class BuildPlan:
     opset_hash: str = ""
     runtime_version: str = ""
     profile: str = ""          # "speed" (-O2) or "size" (-Os): the board's, or the one asked for
+    link_scripts: tuple[str, ...] = ()  # linker scripts the link reads, relative to the root
 
     @property
     def profile_overridden(self) -> bool:
@@ -98,11 +99,6 @@ class BuildPlan:
     @property
     def compile_flags(self) -> tuple[str, ...]:
         return (*LANGUAGE_FLAGS, *self.flags.cxxflags)
-
-    @property
-    def link_scripts(self) -> tuple[str, ...]:
-        """Linker scripts the link reads, relative to the root."""
-        return (_LIBCXX_LINK_SCRIPT,) if self.found.kind == "zig" else ()
 
     @property
     def link_flags(self) -> tuple[str, ...]:
@@ -167,8 +163,10 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
         sources += [Source(p, p.relative_to(runtime).as_posix(), CORE_FLAGS) for p in sorted(runtime.glob(pattern))]
     sources += [Source(p, p.relative_to(runtime).as_posix()) for p in catalog.select(op_list)]
     sources += [Source(runtime / rel, rel, CORE_FLAGS) for rel in _APP_SOURCES]
-    if found.kind == "zig":
+    libcxx = found.kind == "zig"
+    if libcxx:
         sources += [Source(runtime / rel, rel, CORE_FLAGS) for rel in _LIBCXX_SOURCES]
+    scripts = _LIBCXX_LINK_SCRIPTS if libcxx else ()
     # A host build also carries the host's ISA kernel sets of the listed operators (registered only on CPUs that
     # have their ISA); boards run the portable kernels (the bits every board shares).
     if b.name == "host" and b.arch == host_arch() and found.kind in ("gcc", "clang"):
@@ -187,9 +185,9 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
         h.update(" ".join(s.extra_flags).encode() + b"\n")
     h.update(" ".join([*LANGUAGE_FLAGS, *flags.cxxflags, "|", *flags.ldflags, *LINK_LANGUAGE_FLAGS, "|",
                        *flags.libs]).encode())
-    if found.kind == "zig":
-        h.update(b"\n" + _LIBCXX_LINK_SCRIPT.encode() + b"\n" + (base / _LIBCXX_LINK_SCRIPT).read_bytes())
+    for script in scripts:
+        h.update(b"\n" + script.encode() + b"\n" + (base / script).read_bytes())
     h.update(f"\n{found.version}\n".encode())
     return BuildPlan(board=b, toolchain=tc, found=found, flags=flags, ops=op_list, root=base,
                      sources=tuple(sources), runtime_hash=h.hexdigest(), opset_hash=op_list.sha256(), runtime_version=version,
-                     profile=profile or b.profile)
+                     profile=profile or b.profile, link_scripts=scripts)

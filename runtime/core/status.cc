@@ -24,9 +24,7 @@ std::string vformat_str(const char* fmt, va_list ap) {
   va_copy(again, ap);
   const int n = vformat(buf, sizeof(buf), fmt, ap);
   std::string out;
-  if (n < 0) {
-    out = fmt;  // a bad conversion: the format itself says what went wrong
-  } else if (static_cast<size_t>(n) < sizeof(buf)) {
+  if (static_cast<size_t>(n) < sizeof(buf)) {
     out.assign(buf, static_cast<size_t>(n));
   } else {
     out.resize(static_cast<size_t>(n));

@@ -123,8 +123,7 @@ constexpr int kMaxThreads = 1024;  // SessionOptions::num_threads's range
 }  // namespace
 
 struct ThreadPool::Impl {
-  int size = 1;
-  int num_workers = 0;
+  int size = 1;                        // the caller + the workers started (workers[0 .. size - 2])
   pthread_t workers[kMaxThreads - 1];
   pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
   pthread_cond_t work_cv = PTHREAD_COND_INITIALIZER;
@@ -189,11 +188,9 @@ ThreadPool::ThreadPool(int num_threads) : impl_(new Impl) {
 #if defined(__linux__)
   impl_->caller_cpu = sched_getcpu();
 #endif
-  for (int k = 1; k < want; ++k) {
-    if (pthread_create(&impl_->workers[impl_->num_workers], nullptr, &Impl::worker_main, impl_) != 0) break;
-    ++impl_->num_workers;
-  }
-  impl_->size = 1 + impl_->num_workers;
+  while (impl_->size < want && pthread_create(&impl_->workers[impl_->size - 1], nullptr, &Impl::worker_main,
+                                              impl_) == 0)
+    ++impl_->size;
 }
 
 ThreadPool::~ThreadPool() {
@@ -202,7 +199,7 @@ ThreadPool::~ThreadPool() {
     impl_->stop.store(true, std::memory_order_relaxed);
   }
   pthread_cond_broadcast(&impl_->work_cv);
-  for (int k = 0; k < impl_->num_workers; ++k) pthread_join(impl_->workers[k], nullptr);
+  for (int k = 0; k + 1 < impl_->size; ++k) pthread_join(impl_->workers[k], nullptr);
   delete impl_;
 }
 

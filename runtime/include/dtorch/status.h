@@ -4,9 +4,9 @@
 
 #include <cstdarg>
 #include <string>
+#include <utility>
 
 #include "dtorch/format.h"
-#include <utility>
 
 namespace dtorch {
 

@@ -5,7 +5,6 @@
 
 #include <cstdarg>
 #include <cstdint>
-#include <cstdio>
 #include <string>
 #include <utility>
 
@@ -19,15 +18,11 @@ inline namespace DTORCH_ISA {
 // "<op>: <formatted message>" with the given code.
 inline Status op_error(StatusCode code, const char* op, const char* fmt, ...) DTORCH_PRINTF_LIKE(3, 4);
 inline Status op_error(StatusCode code, const char* op, const char* fmt, ...) {
-  char buf[512];
   va_list ap;
   va_start(ap, fmt);
-  ::dtorch::vformat(buf, sizeof(buf), fmt, ap);
+  const std::string what = vformat_str(fmt, ap);
   va_end(ap);
-  std::string msg(op);
-  msg += ": ";
-  msg += buf;
-  return Status(code, msg);
+  return error_status(code, "%s: %s", op, what.c_str());
 }
 
 // shape_str (dtorch/types.h): "[1, 3, 224, 224]" (error paths only).
