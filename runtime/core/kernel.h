@@ -103,24 +103,36 @@ Status check_kernel_arity(const KernelDef& def, int n_in, uint64_t absent, int n
 // The registry: kernels register themselves at static-initialization time. Several kernel sets may register
 // the same (op, dtype) at different priorities; the same (op, dtype) twice at one priority (or twice in one
 // set) is a build bug and stops the process at start-up.
-bool register_kernel(const KernelDef& def);
+//
+// Each registration is a KernelEntry with static storage in the kernel's own file (constant-initialized, so it
+// exists before any dynamic initializer runs) that register_kernel links into the registry's list: the registry
+// itself holds two pointers, whatever the number of kernels, and nothing is allocated.
+struct KernelEntry {
+  KernelDef def;
+  const KernelEntry* next;  // set by register_kernel
+};
+bool register_kernel(KernelEntry* entry);
 // The kernel to run: the highest-priority one registered for (op, dtype) that the policy allows, or null.
 const KernelDef* find_kernel(const char* op, DType dtype, KernelPolicy policy = KernelPolicy::kFast);
 // The kernel of one kernel set (e.g. "portable": tests compare optimized sets against it; optimized kernels
 // delegate the cases they do not handle to it), or null.
 const KernelDef* find_kernel_in_set(const char* op, DType dtype, const char* kernel_set);
-// All registered kernels of every set (for --info and tests); returns the count and sets *defs.
-size_t registered_kernels(const KernelDef* const** defs);
+// All registered kernels of every set, in registration order (for --info and tests): walk from the first entry
+// through ->next; null when none is registered.
+const KernelEntry* registered_kernels();
 
 #define DTORCH_KERNEL_CONCAT_(a, b) a##b
 #define DTORCH_KERNEL_CONCAT(a, b) DTORCH_KERNEL_CONCAT_(a, b)
 // DTORCH_REGISTER_KERNEL("conv2d", DType::kFloat32, infer, run, min_inputs, max_inputs (-1: variadic),
 //                        optional-input mask (e.g. ::dtorch::optional_inputs(2)), num_outputs);
 // (The portable kernel set; per-architecture sets use their own macro, e.g. kernels/x86/x86.h.)
-#define DTORCH_REGISTER_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out)                \
-  static const bool DTORCH_KERNEL_CONCAT(dtorch_kernel_registered_, __LINE__) = ::dtorch::register_kernel( \
-      ::dtorch::KernelDef{op, dtype, infer, run, ::dtorch::KernelArity{min_in, max_in, optional, n_out},    \
-                          "portable", ::dtorch::kPortableKernelRank})
+#define DTORCH_REGISTER_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out)                          \
+  static ::dtorch::KernelEntry DTORCH_KERNEL_CONCAT(dtorch_kernel_entry_, __LINE__){                            \
+      ::dtorch::KernelDef{op, dtype, infer, run, ::dtorch::KernelArity{min_in, max_in, optional, n_out},        \
+                          "portable", ::dtorch::kPortableKernelRank},                                           \
+      nullptr};                                                                                                 \
+  static const bool DTORCH_KERNEL_CONCAT(dtorch_kernel_registered_, __LINE__) =                                 \
+      ::dtorch::register_kernel(&DTORCH_KERNEL_CONCAT(dtorch_kernel_entry_, __LINE__))
 
 // A small fixed-size thread pool. parallel_for splits [0, n) into contiguous chunks in a fixed way that depends
 // only on n and the pool size, and the threads (the caller included) claim chunks dynamically; each index is

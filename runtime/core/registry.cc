@@ -1,59 +1,45 @@
-// The kernel registry: a fixed-capacity table filled by DTORCH_REGISTER_KERNEL at static-initialization
-// time. The table is zero-initialized before any dynamic initializer runs, so registration order between
-// translation units does not matter, and nothing is allocated. Each (op, dtype) may have one kernel per
-// kernel set, at distinct priorities; find_kernel picks the highest. Registering the same (op, dtype) twice
-// at one priority or in one set, or more than kMaxKernels kernels, is a build bug: the process stops at
-// start-up with a message.
+// The kernel registry: a list of the KernelEntry objects that DTORCH_REGISTER_KERNEL defines in each kernel's
+// file (core/kernel.h), linked at static-initialization time. The entries are constant-initialized and the list's
+// two pointers are zero-initialized, all before any dynamic initializer runs, so registration order between
+// translation units does not matter; nothing is allocated, and the registry costs no memory beyond the entries of
+// the kernels actually built (a pruned board build carries a handful). Each (op, dtype) may have one kernel per
+// kernel set, at distinct priorities; find_kernel picks the highest. Registering the same (op, dtype) twice at one
+// priority or in one set, or one entry twice, is a build bug: the process stops at start-up with a message.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <new>
 
 #include "core/kernel.h"
 
 namespace dtorch {
 namespace {
 
-constexpr size_t kMaxKernels = 1024;
+// Plain zero-initialized pointers, not a function-local static: that would link libc++abi's __cxa_guard_* and,
+// through them, std::terminate and the exception runtime.
+const KernelEntry* g_first = nullptr;
+KernelEntry* g_last = nullptr;
 
-// Zero-initialized (trivial members only, so it is filled with zeroes before any dynamic initializer runs and is
-// safe to use from all of them) and without a guard variable: a function-local static would link libc++abi's
-// __cxa_guard_* and, through them, std::terminate and the exception runtime. The definitions are kept in raw
-// storage, not a KernelDef[], because KernelDef's member initializers (bit_exact = true) would make the table a
-// dynamically initialized one (and put it in .data).
-struct Registry {
-  alignas(KernelDef) unsigned char storage[kMaxKernels][sizeof(KernelDef)];
-  const KernelDef* ptrs[kMaxKernels];
-  size_t count;
-};
-
-Registry g_registry;
-
-Registry& registry() { return g_registry; }
+[[noreturn]] void registration_bug(const char* fmt, const KernelDef& def) {
+  print_to(stderr, fmt, def.op != nullptr ? def.op : "(null)", dtype_name(def.dtype));
+  std::abort();
+}
 
 }  // namespace
 
-bool register_kernel(const KernelDef& def) {
-  Registry& r = registry();
-  if (def.op == nullptr || def.infer == nullptr || def.run == nullptr) {
-    print_to(stderr, "dtorch: kernel registration with a null op name or function\n");
-    std::abort();
-  }
+bool register_kernel(KernelEntry* entry) {
+  const KernelDef& def = entry->def;
+  if (def.op == nullptr || def.infer == nullptr || def.run == nullptr)
+    registration_bug("dtorch: kernel '%s' (%s) is registered with a null op name or function\n", def);
   const KernelArity& a = def.arity;
   if (a.min_inputs < 0 || a.min_inputs > 64 || (a.max_inputs != -1 && (a.max_inputs < a.min_inputs || a.max_inputs > 64)) ||
       a.num_outputs < 1 || a.num_outputs > 64 ||
-      (a.max_inputs != -1 && a.max_inputs < 64 && (a.optional_inputs >> a.max_inputs) != 0)) {
-    print_to(stderr, "dtorch: kernel '%s' (%s) is registered with an inconsistent arity\n", def.op,
-                 dtype_name(def.dtype));
-    std::abort();
-  }
-  if (def.kernel_set == nullptr) {
-    print_to(stderr, "dtorch: kernel '%s' (%s) is registered without a kernel set\n", def.op,
-                 dtype_name(def.dtype));
-    std::abort();
-  }
-  for (size_t i = 0; i < r.count; ++i) {
-    const KernelDef& o = *r.ptrs[i];
+      (a.max_inputs != -1 && a.max_inputs < 64 && (a.optional_inputs >> a.max_inputs) != 0))
+    registration_bug("dtorch: kernel '%s' (%s) is registered with an inconsistent arity\n", def);
+  if (def.kernel_set == nullptr)
+    registration_bug("dtorch: kernel '%s' (%s) is registered without a kernel set\n", def);
+  for (const KernelEntry* e = g_first; e != nullptr; e = e->next) {
+    if (e == entry) registration_bug("dtorch: kernel '%s' (%s) is registered twice (the same entry)\n", def);
+    const KernelDef& o = e->def;
     if (o.dtype != def.dtype || std::strcmp(o.op, def.op) != 0) continue;
     if (o.priority == def.priority || std::strcmp(o.kernel_set, def.kernel_set) == 0) {
       print_to(stderr,
@@ -63,13 +49,12 @@ bool register_kernel(const KernelDef& def) {
       std::abort();
     }
   }
-  if (r.count >= kMaxKernels) {
-    print_to(stderr, "dtorch: more than %zu kernels registered; raise kMaxKernels in runtime/core/registry.cc\n",
-                 kMaxKernels);
-    std::abort();
-  }
-  r.ptrs[r.count] = new (r.storage[r.count]) KernelDef(def);
-  ++r.count;
+  entry->next = nullptr;
+  if (g_last == nullptr)
+    g_first = entry;
+  else
+    g_last->next = entry;
+  g_last = entry;
   return true;
 }
 
@@ -88,10 +73,9 @@ bool policy_allows(KernelPolicy policy, const KernelDef& def) {
 
 const KernelDef* find_kernel(const char* op, DType dtype, KernelPolicy policy) {
   if (op == nullptr) return nullptr;
-  const Registry& r = registry();
   const KernelDef* best = nullptr;
-  for (size_t i = 0; i < r.count; ++i) {
-    const KernelDef* d = r.ptrs[i];
+  for (const KernelEntry* e = g_first; e != nullptr; e = e->next) {
+    const KernelDef* d = &e->def;
     if (d->dtype == dtype && std::strcmp(d->op, op) == 0 && policy_allows(policy, *d) &&
         (best == nullptr || d->priority > best->priority))
       best = d;
@@ -121,9 +105,8 @@ bool parse_kernel_policy(const char* s, KernelPolicy* out) {
 
 const KernelDef* find_kernel_in_set(const char* op, DType dtype, const char* kernel_set) {
   if (op == nullptr || kernel_set == nullptr) return nullptr;
-  const Registry& r = registry();
-  for (size_t i = 0; i < r.count; ++i) {
-    const KernelDef* d = r.ptrs[i];
+  for (const KernelEntry* e = g_first; e != nullptr; e = e->next) {
+    const KernelDef* d = &e->def;
     if (d->dtype == dtype && std::strcmp(d->op, op) == 0 && std::strcmp(d->kernel_set, kernel_set) == 0) return d;
   }
   return nullptr;
@@ -152,10 +135,6 @@ Status check_kernel_arity(const KernelDef& def, int n_in, uint64_t absent, int n
   return Status::Ok();
 }
 
-size_t registered_kernels(const KernelDef* const** defs) {
-  const Registry& r = registry();
-  if (defs != nullptr) *defs = r.ptrs;
-  return r.count;
-}
+const KernelEntry* registered_kernels() { return g_first; }
 
 }  // namespace dtorch

@@ -270,10 +270,9 @@ py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list
 }
 
 py::list list_kernels() {
-  const KernelDef* const* defs = nullptr;
-  const size_t n = registered_kernels(&defs);
   std::vector<std::pair<std::string, std::string>> v;
-  for (size_t i = 0; i < n; ++i) v.emplace_back(defs[i]->op, dtype_name(defs[i]->dtype));
+  for (const KernelEntry* e = registered_kernels(); e != nullptr; e = e->next)
+    v.emplace_back(e->def.op, dtype_name(e->def.dtype));
   std::sort(v.begin(), v.end());
   v.erase(std::unique(v.begin(), v.end()), v.end());
   py::list out;
@@ -282,11 +281,9 @@ py::list list_kernels() {
 }
 
 py::list list_kernel_sets() {
-  const KernelDef* const* defs = nullptr;
-  const size_t n = registered_kernels(&defs);
   std::vector<std::tuple<std::string, std::string, std::string, int>> v;
-  for (size_t i = 0; i < n; ++i)
-    v.emplace_back(defs[i]->op, dtype_name(defs[i]->dtype), defs[i]->kernel_set, defs[i]->priority);
+  for (const KernelEntry* e = registered_kernels(); e != nullptr; e = e->next)
+    v.emplace_back(e->def.op, dtype_name(e->def.dtype), e->def.kernel_set, e->def.priority);
   std::sort(v.begin(), v.end());
   py::list out;
   for (const auto& t : v) out.append(py::make_tuple(std::get<0>(t), std::get<1>(t), std::get<2>(t), std::get<3>(t)));

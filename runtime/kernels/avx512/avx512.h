@@ -17,7 +17,7 @@
 // Registration runs from baseline-ISA code, as for kernels/x86; shared helpers are kept apart by kernels/common/isa.h.
 #pragma once
 
-#if !defined(__x86_64__) || !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512DQ__) || \
+#if !defined(__x86_64__) || !defined(__AVX512F__) || !defined(__AVX512BW__) || !defined(__AVX512DQ__) ||        \
     !defined(__AVX512VL__) || !defined(__FMA__)
 #error "kernels/avx512 is built only for x86-64, with -mavx512f -mavx512bw -mavx512dq -mavx512vl -mfma"
 #endif
@@ -56,12 +56,13 @@ __attribute__((target("no-sse3"), noinline)) inline bool x86_avx512_supported() 
 // DTORCH_REGISTER_AVX512_KERNEL: as DTORCH_REGISTER_KERNEL, in the "avx512" set (not bit-exact), and only on
 // CPUs that have it. One per file.
 // The optional last argument is the kernel's prepare function (core/kernel.h PrepareFn).
-#define DTORCH_REGISTER_AVX512_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out, ...)                \
-  __attribute__((target("no-sse3"), noinline)) static bool dtorch_avx512_register_kernel() {                     \
+#define DTORCH_REGISTER_AVX512_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out, ...)              \
+  static ::dtorch::KernelEntry dtorch_avx512_kernel_entry{                                                      \
+      ::dtorch::KernelDef{op, dtype, infer, run, ::dtorch::KernelArity{min_in, max_in, optional, n_out},        \
+                          "avx512", ::dtorch::kAvx512KernelRank, false, __VA_ARGS__},                           \
+      nullptr};                                                                                                 \
+  __attribute__((target("no-sse3"), noinline)) static bool dtorch_avx512_register_kernel() {                    \
     if (!::dtorch::kernels::x86_avx512_supported()) return false;                                               \
-    return ::dtorch::register_kernel(::dtorch::KernelDef{op, dtype, infer, run,                                 \
-                                                         ::dtorch::KernelArity{min_in, max_in, optional, n_out}, \
-                                                         "avx512", ::dtorch::kAvx512KernelRank, false,          \
-                                                         __VA_ARGS__});                                         \
+    return ::dtorch::register_kernel(&dtorch_avx512_kernel_entry);                                              \
   }                                                                                                             \
   static const bool dtorch_avx512_kernel_registered = dtorch_avx512_register_kernel()

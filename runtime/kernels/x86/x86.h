@@ -40,11 +40,13 @@ __attribute__((target("no-sse3"), noinline)) inline bool x86_avx2_fma_supported(
 
 // DTORCH_REGISTER_X86_KERNEL: as DTORCH_REGISTER_KERNEL, in the "x86" set, and only on AVX2+FMA CPUs.
 // One per file (the registration function has a fixed name inside the file).
-#define DTORCH_REGISTER_X86_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out)                       \
-  __attribute__((target("no-sse3"), noinline)) static bool dtorch_x86_register_kernel() {                        \
+#define DTORCH_REGISTER_X86_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out)                      \
+  static ::dtorch::KernelEntry dtorch_x86_kernel_entry{                                                         \
+      ::dtorch::KernelDef{op, dtype, infer, run, ::dtorch::KernelArity{min_in, max_in, optional, n_out},        \
+                          "x86", ::dtorch::kX86KernelRank},                                                     \
+      nullptr};                                                                                                 \
+  __attribute__((target("no-sse3"), noinline)) static bool dtorch_x86_register_kernel() {                       \
     if (!::dtorch::kernels::x86_avx2_fma_supported()) return false;                                             \
-    return ::dtorch::register_kernel(::dtorch::KernelDef{op, dtype, infer, run,                                 \
-                                                         ::dtorch::KernelArity{min_in, max_in, optional, n_out}, \
-                                                         "x86", ::dtorch::kX86KernelRank});                     \
+    return ::dtorch::register_kernel(&dtorch_x86_kernel_entry);                                                 \
   }                                                                                                             \
   static const bool dtorch_x86_kernel_registered = dtorch_x86_register_kernel()
