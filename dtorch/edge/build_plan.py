@@ -149,7 +149,7 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
     runtime = base / "runtime"
     b = board if isinstance(board, Board) else load_board(board, base)
     tc, found = select_toolchain(b, toolchain, env, root=base)
-    flags = tc.flags(found, b, profile=profile)
+    flags = tc.flags(found, b, profile=profile, exceptions="-fno-exceptions" not in LANGUAGE_FLAGS)
     op_list = ops if ops is not None else OpList.everything()
 
     catalog = kernel_catalog(runtime, "portable")

@@ -89,6 +89,7 @@ class Found:
     target: str = ""                    # the target triple
     kind: str = ""                      # the compiler: "gcc", "clang" or "zig"
     lto: bool = True                    # whether link-time optimisation works with this install
+    lto_without_exceptions: bool = False  # LTO works, but only for code compiled with -fno-exceptions
     link_extra: tuple[str, ...] = ()    # link flags this install needs (e.g. -fuse-ld=lld for clang's LTO)
     tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 
@@ -103,6 +104,7 @@ class Found:
     def to_json(self) -> dict[str, Any]:
         return {"family": self.family, "arch": self.arch, "found": self.found, "command": list(self.cxx),
                 "version": self.version, "target": self.target, "kind": self.kind, "lto": self.lto,
+                "lto_without_exceptions": self.lto_without_exceptions,
                 "install": None if self.found else self.install, "reason": self.reason,
                 "tools": {k: list(v) for k, v in self.tools.items()}}
 
@@ -192,10 +194,11 @@ class Toolchain(ABC):
 
     # The shared flag logic ---------------------------------------------------------------------------------------
     def flags(self, found: Found, board: Board, *, lto: bool | None = None, strip: bool = True,
-              static: bool = True, profile: str | None = None) -> BuildFlags:
+              static: bool = True, profile: str | None = None, exceptions: bool = True) -> BuildFlags:
         """Compile and link flags for `board` with this toolchain (as found by `find`).
 
-        `lto` defaults to what the toolchain supports; `profile` ("size" or "speed") overrides the board's.
+        `lto` defaults to what the toolchain supports (for a build without C++ exceptions, `exceptions=False`, that
+        includes the installs whose LTO breaks only unwinding); `profile` ("size" or "speed") overrides the board's.
         Language and warning flags (``-std=c++17 -Wall ...``, ``-ffp-contract=off``) are the build's, not these.
         """
         from .boards import PROFILES, BoardError
@@ -210,7 +213,8 @@ class Toolchain(ABC):
             raise BoardError(f"unknown profile {prof!r} (one of {', '.join(PROFILES)})")
         opt = PROFILES[prof]
         bf = board.flags_for(self.family)
-        use_lto = found.lto if lto is None else (lto and found.lto)
+        lto_works = found.lto or (not exceptions and found.lto_without_exceptions)
+        use_lto = lto_works if lto is None else (lto and lto_works)
         target = self.target_flags(found)
         codegen = [*target, *bf.cxxflags, opt]
         lto_flags = [self.lto_flag(found)] if use_lto else []

@@ -72,6 +72,15 @@ def test_board_build_runs_under_qemu_with_host_bits(model, tmp_path, board, fami
     assert scons("-q", f"board={board}", f"toolchain={family}", f"models={path}").returncode == 0
 
 
+def test_board_runtime_links_with_lto_on_every_zig_target():
+    """The runtime is built without C++ exceptions, so it gets LTO even on armv7, where zig's LTO breaks only
+    unwinding (a program that throws gets none: tests/edge/test_toolchains.py)."""
+    for board in ("rk3588", "rv1126", "licheepi4a"):
+        plan = make_plan(board, toolchain="zig", ops=OpList.everything())
+        assert plan.flags.lto and "-flto" in plan.compile_flags and "-flto" in plan.link_flags, board
+        assert "-fno-exceptions" in plan.compile_flags
+
+
 def test_pruned_binary_refuses_a_model_with_an_operator_it_lacks(model, tmp_path):
     path, _ = model
     ops = tmp_path / "ops.yaml"

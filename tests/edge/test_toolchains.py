@@ -190,6 +190,9 @@ def test_flags_per_family():
     assert f.ldflags[:4] == ("-target", "aarch64-linux-musl", "-mcpu=cortex_a76", "-O2") and "-flto" in f.ldflags
     f = zig.flags(zig.find("armv7"), rv)  # zig's LTO breaks C++ unwinding on arm: off by default there
     assert not f.lto and "-flto" not in f.cxxflags + f.ldflags and "-Os" in f.cxxflags
+    f = zig.flags(zig.find("armv7"), rv, exceptions=False)  # a build that throws nothing (the runtime's) gets LTO
+    assert f.lto and "-flto" in f.cxxflags and "-flto" in f.ldflags
+    assert not zig.flags(zig.find("armv7"), rv, exceptions=False, lto=False).lto
     assert zig.flags(zig.find("riscv64"), lp).lto
     f = zig.flags(zig.find("aarch64"), rk, lto=False, strip=False, profile="size")
     assert "-flto" not in f.cxxflags and "-s" not in f.ldflags and "-Os" in f.cxxflags
