@@ -11,7 +11,8 @@ same QEMU 7.2 `-cpu cortex-a76`:
   - latency: both engines in FROM scratch containers from the static qemu-aarch64 (ORT's process is Python, one
     session.run per timing, as in bench_runtime.py), p50 of the timed runs;
   - guest instructions per inference: both counted with the project's TCG plugin (local qemu-aarch64; ORT's count
-    is run(3) - run(1) over 2, dtorch's --repeat 2 - --repeat 1);
+    is run(11) - run(1) over 10 with the spread of two run(1) beside it (ORT_RUNS), dtorch's
+    --repeat 2 - --repeat 1);
   - installed size: ORT's aarch64 package folder vs dtorch's bundle.
 ORT's CPU detection (cpuinfo) crashes on the x86 /proc/cpuinfo that QEMU user mode passes through, so its runs see a
 Cortex-A76 /proc/cpuinfo (benchmarks/aarch64_cpuinfo.txt): bind-mounted over /proc/cpuinfo in a private mount
@@ -95,20 +96,29 @@ def _ort_ready() -> str:
     return ""
 
 
-def ort_count(onnx: Path, npy: Path, plugin: Path) -> int:
-    """ORT's guest instructions per inference: (run 3 - run 1) / 2, in a mount namespace with the A76 cpuinfo."""
+#: ORT's count is the difference of separate processes (a CPython process cannot count one inference alone), and
+#: a process's start-up count moves by millions of instructions from one process to the next. Each count is
+#: therefore (run(1 + ORT_RUNS) - run(1)) / ORT_RUNS, and the spread of two run(1) processes, divided the same way,
+#: is reported beside it.
+ORT_RUNS = 10
+
+
+def ort_count(onnx: Path, npy: Path, plugin: Path) -> tuple[int, int]:
+    """ORT's guest instructions per inference and its noise (instructions), in a mount namespace with the A76
+    cpuinfo: see ORT_RUNS."""
     counts = []
     with tempfile.TemporaryDirectory() as d:
-        for n in (1, 3):
-            out = Path(d) / f"c{n}.txt"
-            script = Path(d) / "ort.py"
-            script.write_text(ORT_SCRIPT)
+        script = Path(d) / "ort.py"
+        script.write_text(ORT_SCRIPT)
+        for k, n in enumerate((1, 1, 1 + ORT_RUNS)):
+            out = Path(d) / f"c{k}.txt"
             inner = (f"mount --bind {CPUINFO} /proc/cpuinfo && PYTHONHASHSEED=0 PYTHONPATH={ORT_DIR / 'site'} "
                      f"setarch x86_64 -R qemu-aarch64 -cpu cortex-a76 -plugin {plugin},outfile={out} "
                      f"-L {ORT_DIR / 'root'} {ORT_DIR / 'root/usr/bin/python3.11'} {script} {onnx} {npy} {n} 0")
             subprocess.run(["unshare", "--mount", "sh", "-c", inner], check=True, capture_output=True, timeout=1800)
             counts.append(int(out.read_text().split()[0]))
-    return (counts[1] - counts[0]) // 2
+    base = (counts[0] + counts[1]) // 2
+    return (counts[2] - base) // ORT_RUNS, abs(counts[1] - counts[0]) // ORT_RUNS
 
 
 def docker_p50(image_ctx: Path, argv: list[str]) -> float:
@@ -184,7 +194,7 @@ def main() -> None:
             if "rk3588" in reports and not why:
                 ok, what = docker_engine_answers()
                 rk = reports["rk3588"]
-                ort_ins = ort_count(opath, npy, build_plugin())
+                ort_ins, ort_noise = ort_count(opath, npy, build_plugin())
                 ort_lat = ort_docker_p50(opath, npy, args.bench_runs) if ok else float("nan")
                 dt_lat = emulate("rk3588", bundle=tmp / "dist" / "rk3588", model=None, runner="docker", runs=1,
                                  bench_runs=args.bench_runs, count_instructions=False, log=lambda _m: None,
@@ -192,7 +202,7 @@ def main() -> None:
                 ort_size = sum(f.stat().st_size for f in (ORT_DIR / "site" / "onnxruntime").rglob("*") if f.is_file())
                 dt_ins = rk.figures["instructions"]["per_inference"]
                 ort_rows.append(f"| {name} {shape[2]}x{shape[3]} | {dt_lat:.1f} / {ort_lat:.1f} "
-                                f"({dt_lat / ort_lat:.2f}x) | {dt_ins / 1e6:.1f} / {ort_ins / 1e6:.1f} "
+                                f"({dt_lat / ort_lat:.2f}x) | {dt_ins / 1e6:.1f} / {ort_ins / 1e6:.1f} +- {ort_noise / 1e6:.1f} "
                                 f"({dt_ins / ort_ins:.2f}x) | {rk.figures['size']['bundle_bytes'] / 1024:.0f} KiB / "
                                 f"{ort_size / 2**20:.1f} MiB |")
                 print(ort_rows[-1], flush=True)
@@ -211,8 +221,10 @@ def main() -> None:
             "same qemu-aarch64 -cpu cortex-a76. Comparable: both run single-threaded on the same emulated CPU; "
             "latency is the p50 of in-process runs, both in FROM scratch containers. Not comparable: ORT's process is "
             "CPython (each timed run includes a Python call), ORT uses hand-written NEON kernels (MLAS) where dtorch's "
-            "board build has only portable C++, and ORT's instruction count is not deterministic under Python (it "
-            "moves by about 0.03% between runs). ORT needs a Cortex-A76 /proc/cpuinfo under QEMU (see the script).\n\n"
+            "board build has only portable C++, and ORT's instruction count is the difference of two CPython processes "
+            f"({1 + ORT_RUNS} inferences minus 1, over {ORT_RUNS}), whose start-up counts differ from process to "
+            "process: the +- is that spread, from two 1-inference processes, per inference. ORT needs a Cortex-A76 "
+            "/proc/cpuinfo under QEMU (see the script).\n\n"
             + ort_head + "\n" + "\n".join(ort_rows) + "\n")
     print(body)
     if args.write:
