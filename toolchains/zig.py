@@ -2,8 +2,8 @@
 
 Runs as ``<python> -m ziglang c++ -target aarch64-linux-musl ...`` (arm-linux-musleabihf, riscv64-linux-musl).
 The board file supplies the CPU (zig spells LLVM CPU names with underscores: ``-mcpu=cortex_a76``; RISC-V
-takes ``-mcpu=baseline_rv64+v``, not ``-march``). LTO is on for aarch64 and riscv64; on armv7 only for builds without C++ exceptions (NO_LTO), such as
-the DTorch runtime's.
+takes ``-mcpu=baseline_rv64+v``, not ``-march``). LTO is on for aarch64 and riscv64; on armv7 only for builds
+without C++ exceptions (NO_LTO), such as the DTorch runtime's.
 
 Zig builds musl, libc++, libc++abi, libunwind and compiler-rt from source the first time it links for a given
 target, CPU, optimisation mode (-O2 vs -Os), LTO and section flags (-ffunction-sections, -s), and caches them

@@ -89,7 +89,8 @@ class Found:
     target: str = ""                    # the target triple
     kind: str = ""                      # the compiler: "gcc", "clang" or "zig"
     lto: bool = True                    # whether link-time optimisation works with this install
-    lto_without_exceptions: bool = False  # LTO works, but only for code compiled with -fno-exceptions
+    lto_without_exceptions: bool = False  # LTO works for code compiled with -fno-exceptions (even where `lto` is
+                                          # False because it breaks C++ unwinding)
     link_extra: tuple[str, ...] = ()    # link flags this install needs (e.g. -fuse-ld=lld for clang's LTO)
     tools: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
 

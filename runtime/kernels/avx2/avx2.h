@@ -65,12 +65,5 @@ inline __m256 odd_floats(__m256 lo, __m256 hi) {
 // DTORCH_REGISTER_AVX2_KERNEL: as DTORCH_REGISTER_KERNEL, in the "avx2" set (not bit-exact), and only on CPUs with
 // AVX2 and FMA. One per file. The optional last argument is the kernel's prepare function (core/kernel.h).
 #define DTORCH_REGISTER_AVX2_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out, ...)                \
-  static ::dtorch::KernelEntry dtorch_avx2_kernel_entry{                                                        \
-      ::dtorch::KernelDef{op, dtype, infer, run, ::dtorch::KernelArity{min_in, max_in, optional, n_out},        \
-                          "avx2", ::dtorch::kAvx2KernelRank, false, __VA_ARGS__},                               \
-      nullptr};                                                                                                 \
-  __attribute__((target("no-sse3"), noinline)) static bool dtorch_avx2_register_kernel() {                      \
-    if (!::dtorch::kernels::avx2_fma_supported()) return false;                                                 \
-    return ::dtorch::register_kernel(&dtorch_avx2_kernel_entry);                                                \
-  }                                                                                                             \
-  static const bool dtorch_avx2_kernel_registered = dtorch_avx2_register_kernel()
+  DTORCH_REGISTER_ISA_KERNEL("avx2", ::dtorch::kAvx2KernelRank, false, ::dtorch::kernels::avx2_fma_supported, op, \
+                             dtype, infer, run, min_in, max_in, optional, n_out, __VA_ARGS__)

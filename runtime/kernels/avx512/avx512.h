@@ -57,12 +57,5 @@ __attribute__((target("no-sse3"), noinline)) inline bool x86_avx512_supported() 
 // CPUs that have it. One per file.
 // The optional last argument is the kernel's prepare function (core/kernel.h PrepareFn).
 #define DTORCH_REGISTER_AVX512_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out, ...)              \
-  static ::dtorch::KernelEntry dtorch_avx512_kernel_entry{                                                      \
-      ::dtorch::KernelDef{op, dtype, infer, run, ::dtorch::KernelArity{min_in, max_in, optional, n_out},        \
-                          "avx512", ::dtorch::kAvx512KernelRank, false, __VA_ARGS__},                           \
-      nullptr};                                                                                                 \
-  __attribute__((target("no-sse3"), noinline)) static bool dtorch_avx512_register_kernel() {                    \
-    if (!::dtorch::kernels::x86_avx512_supported()) return false;                                               \
-    return ::dtorch::register_kernel(&dtorch_avx512_kernel_entry);                                              \
-  }                                                                                                             \
-  static const bool dtorch_avx512_kernel_registered = dtorch_avx512_register_kernel()
+  DTORCH_REGISTER_ISA_KERNEL("avx512", ::dtorch::kAvx512KernelRank, false, ::dtorch::kernels::x86_avx512_supported, \
+                             op, dtype, infer, run, min_in, max_in, optional, n_out, __VA_ARGS__)

@@ -28,7 +28,7 @@ namespace kernels {
 inline namespace DTORCH_ISA {
 
 // Whether this CPU runs the x86 kernel set. Compiled for the baseline ISA (no-sse3 also turns off everything
-// -mavx2 -mfma imply: SSSE3, SSE4.x, AVX, AVX2, FMA), as is the registration function below.
+// -mavx2 -mfma imply: SSSE3, SSE4.x, AVX, AVX2, FMA), as is the registration function (kernels/common/isa.h).
 __attribute__((target("no-sse3"), noinline)) inline bool x86_avx2_fma_supported() {
   __builtin_cpu_init();  // may run before libgcc's own constructor (static initialization order)
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
@@ -41,12 +41,5 @@ __attribute__((target("no-sse3"), noinline)) inline bool x86_avx2_fma_supported(
 // DTORCH_REGISTER_X86_KERNEL: as DTORCH_REGISTER_KERNEL, in the "x86" set, and only on AVX2+FMA CPUs.
 // One per file (the registration function has a fixed name inside the file).
 #define DTORCH_REGISTER_X86_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out)                      \
-  static ::dtorch::KernelEntry dtorch_x86_kernel_entry{                                                         \
-      ::dtorch::KernelDef{op, dtype, infer, run, ::dtorch::KernelArity{min_in, max_in, optional, n_out},        \
-                          "x86", ::dtorch::kX86KernelRank},                                                     \
-      nullptr};                                                                                                 \
-  __attribute__((target("no-sse3"), noinline)) static bool dtorch_x86_register_kernel() {                       \
-    if (!::dtorch::kernels::x86_avx2_fma_supported()) return false;                                             \
-    return ::dtorch::register_kernel(&dtorch_x86_kernel_entry);                                                 \
-  }                                                                                                             \
-  static const bool dtorch_x86_kernel_registered = dtorch_x86_register_kernel()
+  DTORCH_REGISTER_ISA_KERNEL("x86", ::dtorch::kX86KernelRank, true, ::dtorch::kernels::x86_avx2_fma_supported, op, \
+                             dtype, infer, run, min_in, max_in, optional, n_out)
