@@ -14,26 +14,20 @@ from typing import Any
 
 import numpy as np
 
+from ..catalogue import CATALOGUE, names
 from .errors import ExportError
 from .graph import Graph, Node, Value, constant
 from .tracer import Call, Literal, Trace, where
 
-__all__ = ["EXPORTABLE_OPS", "INT64_MAX", "lower"]
+__all__ = ["EXPORTABLE_OPS", "HANDLERS", "INT64_MAX", "lower"]
 
 INT64_MAX = 2**63 - 1
 
-# The operators of runtime/OPS.md (opset 13).
-EXPORTABLE_OPS = sorted([
-    "conv2d", "conv_transpose2d", "linear", "matmul", "add", "sub", "mul", "div", "pow", "maximum", "minimum",
-    "relu", "sigmoid", "tanh", "silu", "hardswish", "hardsigmoid", "gelu", "exp", "log", "sqrt", "rsqrt", "neg",
-    "abs", "erf", "sin", "cos", "reciprocal", "hardtanh", "leaky_relu", "elu", "softplus", "clamp", "softmax",
-    "log_softmax", "batch_norm", "layer_norm", "group_norm", "max_pool2d", "avg_pool2d", "adaptive_avg_pool2d",
-    "adaptive_max_pool2d", "upsample_nearest2d", "upsample_bilinear2d", "concat", "reshape", "permute", "slice",
-    "gather", "embedding", "mean", "sum", "pad", "expand",
-])
-_BINARY = ("add", "sub", "mul", "div", "pow", "maximum", "minimum")
-_UNARY = ("relu", "sigmoid", "tanh", "silu", "hardswish", "hardsigmoid", "exp", "log", "sqrt", "rsqrt", "neg", "abs",
-          "erf", "sin", "cos", "reciprocal")
+# The operators of the catalogue (dtorch/catalogue, runtime/OPS.md).
+EXPORTABLE_OPS = names()
+# Eager primitives lowered one-to-one to the operator of the same name, with no attributes.
+_BINARY = tuple(op.name for op in CATALOGUE.values() if op.family == "elementwise")
+_UNARY = tuple(op.name for op in CATALOGUE.values() if op.family == "activation" and not op.attrs)
 _IDENTITY = ("copy", "contiguous", "dropout")
 
 
@@ -360,7 +354,8 @@ def _index(c: _Ctx) -> None:
             c.call.out.data = cur.data
 
 
-_HANDLERS: dict[str, Callable[[_Ctx], None]] = {
+# Eager primitive -> lowering. Every catalogue entry's `eager` primitives are here (tests/test_catalogue.py).
+HANDLERS: dict[str, Callable[[_Ctx], None]] = {
     **{op: _binary for op in _BINARY}, **{op: _unary for op in _UNARY}, **{op: _identity for op in _IDENTITY},
     "cast": _cast, "gelu": _act, "hardtanh": _act, "leaky_relu": _act, "elu": _act, "softplus": _act,
     "clamp": _clamp, "softmax": _softmax, "log_softmax": _softmax, "conv2d": _conv2d, "conv_transpose2d": _conv2d,
@@ -390,7 +385,7 @@ _WHY = {
 def lower(trace: Trace) -> Graph:
     graph = Graph(list(trace.inputs), list(trace.outputs))
     for call in trace.calls:
-        handler = _HANDLERS.get(call.op)
+        handler = HANDLERS.get(call.op)
         if handler is None:
             if call.out.data is not None:  # computed from constants only: folded away later
                 graph.nodes.append(Node(f"eager:{call.op}", [a for a in call.args if isinstance(a, Value)],

@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 import numpy as np
 
+from ..catalogue import CATALOGUE
 from .errors import ExportError
 from .graph import Graph, Node, constant
 from .lower import EXPORTABLE_OPS
@@ -109,23 +110,23 @@ def fold_batch_norm(g: Graph) -> None:
     g.nodes = [n for n in g.nodes if id(n) not in removed]
 
 
-_FUSABLE = ("conv2d", "conv_transpose2d", "linear", "add")
-_SIMPLE_ACTS = ("relu", "sigmoid", "tanh", "silu", "hardswish", "hardsigmoid")
+# From the catalogue: the operators that take a fused activation, and how each activation operator reads as one.
+_FUSABLE = tuple(op.name for op in CATALOGUE.values() if op.fuses)
 
 
 def _activation(n: Node) -> dict[str, object] | None:
-    if n.op in _SIMPLE_ACTS:
-        return {"activation": n.op}
-    if n.op == "gelu":
-        return {"activation": "gelu_tanh" if n.attrs.get("approximate") == "tanh" else "gelu"}
-    if n.op == "hardtanh":
-        lo, hi = float(n.attrs["min_val"]), float(n.attrs["max_val"])
-        if (lo, hi) == (0.0, 6.0):
-            return {"activation": "relu6"}
-        return {"activation": "hardtanh", "min_val": lo, "max_val": hi}
-    if n.op == "leaky_relu":
-        return {"activation": "leaky_relu", "alpha": float(n.attrs["alpha"])}
-    return None
+    op = CATALOGUE.get(n.op)
+    if op is None or op.fused_as is None:
+        return None
+    attrs: dict[str, object] = {"activation": op.fused_as}
+    for mine, fused in op.fused_attrs:
+        attrs[fused] = float(n.attrs[mine])
+    # Canonical forms with their own activation value (runtime/OPS.md: relu6, gelu_tanh).
+    if op.fused_as == "hardtanh" and (attrs["min_val"], attrs["max_val"]) == (0.0, 6.0):
+        return {"activation": "relu6"}
+    if op.fused_as == "gelu" and n.attrs.get("approximate") == "tanh":
+        return {"activation": "gelu_tanh"}
+    return attrs
 
 
 def fuse_activations(g: Graph) -> None:
@@ -139,7 +140,8 @@ def fuse_activations(g: Graph) -> None:
         if attrs is None or x is None or x.uid in outputs:
             continue
         p = producers.get(x.uid)
-        if p is None or p.op not in _FUSABLE or "activation" in p.attrs or id(p) in removed:
+        if p is None or p.op not in _FUSABLE or "activation" in p.attrs or id(p) in removed or \
+                attrs["activation"] not in CATALOGUE[p.op].fuses:
             continue
         if [id(c) for c in consumers.get(x.uid, [])] != [id(act)] or act.inputs.count(x) != 1:
             continue

@@ -3,7 +3,7 @@
 Only intermediate tensors are planned (not inputs, outputs or constants); their sizes come from the example
 shapes. Lifetime of a tensor = [index of its producing node, index of its last consuming node] (a tensor that
 nobody reads lives at its producer only). In-place: when node i is a unary elementwise op (INPLACE_UNARY), or
-add/sub/mul/div whose output shape equals its first input's shape, and its first input is an intermediate
+add/sub/mul/div whose output shape equals its first input's shape (INPLACE_BINARY; both from the catalogue), and its first input is an intermediate
 whose last use is node i, the output shares the input's buffer (the buffer's lifetime is the union).
 Buffers are sorted by size descending (ties: earlier first use first, then lower smallest tensor index) and
 each is placed at the lowest offset, a multiple of 64, that overlaps no already placed buffer whose lifetime
@@ -18,15 +18,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+from ..catalogue import CATALOGUE
+
 __all__ = ["ALIGN", "ALGORITHM", "INPLACE_BINARY", "INPLACE_UNARY", "MemoryPlan", "PlanNode", "plan_memory",
            "verify_plan"]
 
 ALGORITHM = "greedy-by-size"
 ALIGN = 64
-INPLACE_UNARY = frozenset({"relu", "sigmoid", "tanh", "silu", "hardswish", "hardsigmoid", "gelu", "hardtanh",
-                           "leaky_relu", "elu", "softplus", "clamp", "exp", "log", "sqrt", "rsqrt", "neg", "abs", "erf",
-                           "sin", "cos", "reciprocal"})
-INPLACE_BINARY = frozenset({"add", "sub", "mul", "div"})
+# From the catalogue (OpDef.inplace): "always" and "same_shape".
+INPLACE_UNARY = frozenset(op.name for op in CATALOGUE.values() if op.inplace == "always")
+INPLACE_BINARY = frozenset(op.name for op in CATALOGUE.values() if op.inplace == "same_shape")
 
 
 @dataclass(frozen=True)

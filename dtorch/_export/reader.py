@@ -1,7 +1,8 @@
 """Parse a `.dtm` file back into plain Python data (used by `dtorch-edge inspect` and the tests).
 
 Validates the file identifier, the format version, every tensor index and every segment (inside the file,
-64-byte aligned); anything wrong raises `DtmFormatError` with one clear sentence.
+64-byte aligned), and every node against the operator catalogue (known operator, arity, attribute types and
+values, input and output dtypes); anything wrong raises `DtmFormatError` with one clear sentence.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from ..catalogue import ATTR_TYPES, OPSET, check_node
 from ..dtm.AttrType import AttrType
 from ..dtm.Model import Model as FModel
 from .errors import DtmFormatError
@@ -22,6 +24,7 @@ __all__ = ["DtmFile", "DtmNode", "DtmTensor", "read_dtm"]
 
 _DTYPES = {v: k for k, v in DTYPE_CODES.items()}
 _KINDS = {v: k for k, v in KIND_CODES.items()}
+_ATTR_TYPES = dict(enumerate(ATTR_TYPES))
 
 
 @dataclass
@@ -149,13 +152,22 @@ def _parse(buf: bytes, path: str) -> DtmFile:
     nodes = []
     for j in range(m.NodesLength()):
         n = m.Nodes(j)
-        attrs = {}
+        attrs, types = {}, {}
         for k in range(n.AttrsLength()):
             a = n.Attrs(k)
-            attrs[_s(a.Name())] = _attr(a)
-        nodes.append(DtmNode(_s(n.Op()), [idx(int(n.Inputs(k)), f"node {j}", True) for k in range(n.InputsLength())],
-                             [idx(int(n.Outputs(k)), f"node {j}") for k in range(n.OutputsLength())], attrs,
-                             _s(n.Name())))
+            name = _s(a.Name())
+            if name in attrs:
+                raise DtmFormatError(f"{path}: node {j} ({_s(n.Op())!r}) gives attribute {name!r} twice")
+            attrs[name] = _attr(a)
+            types[name] = _ATTR_TYPES[a.Type()]
+        node = DtmNode(_s(n.Op()), [idx(int(n.Inputs(k)), f"node {j}", True) for k in range(n.InputsLength())],
+                       [idx(int(n.Outputs(k)), f"node {j}") for k in range(n.OutputsLength())], attrs, _s(n.Name()))
+        errs = check_node(node.op, attrs, [None if i < 0 else tensors[i].dtype for i in node.inputs],
+                          [tensors[i].dtype for i in node.outputs], types)
+        if errs:
+            raise DtmFormatError(f"{path}: node {j} ({node.op!r} at {node.name or '<top>'}): {errs[0]}; the file "
+                                 f"does not follow the opset {OPSET} catalogue (runtime/OPS.md)")
+        nodes.append(node)
     plan: dict[str, Any] = {}
     p = m.Plan()
     if p is not None:

@@ -15,6 +15,7 @@ import flatbuffers
 import numpy as np
 
 from .._fileio import write_atomic as _write_atomic
+from ..catalogue import CATALOGUE
 from ..dtm import Attr as FAttr
 from ..dtm import Dim as FDim
 from ..dtm import KeyValue as FKeyValue
@@ -89,11 +90,19 @@ def _offsets_vector(b: flatbuffers.Builder, offs: Sequence[int]) -> int:
     return b.EndVector()
 
 
-def _attr(b: flatbuffers.Builder, name: str, v: Any) -> int:
+def _attr(b: flatbuffers.Builder, op: str, name: str, v: Any) -> int:
+    """One attribute, stored as the catalogue's type for (op, name) when it names one (an empty list of floats is
+    floats, a whole-number float stays float), else as the Python value's type."""
     name_off = b.CreateString(name)
     kind: int
     payload: int | None = None
-    if isinstance(v, str):
+    entry = CATALOGUE.get(op)
+    spec = entry.attr(name) if entry is not None else None
+    if spec is not None and spec.type == "floats" and isinstance(v, (list, tuple)):
+        kind, payload = AttrType.floats, b.CreateNumpyVector(np.asarray(v, dtype=np.float64).reshape(-1))
+    elif spec is not None and spec.type == "float" and isinstance(v, (int, float, np.integer, np.floating)):
+        kind = AttrType.float
+    elif isinstance(v, str):
         kind, payload = AttrType.string, b.CreateString(v)
     elif isinstance(v, (bool, int, np.integer)):
         kind = AttrType.int
@@ -151,7 +160,7 @@ def _node(b: flatbuffers.Builder, n: NodeSpec) -> int:
     name = b.CreateString(n.name)
     ins = b.CreateNumpyVector(np.asarray(n.inputs, dtype=np.int32).reshape(-1))
     outs = b.CreateNumpyVector(np.asarray(n.outputs, dtype=np.int32).reshape(-1))
-    attrs = _offsets_vector(b, [_attr(b, k, n.attrs[k]) for k in sorted(n.attrs)])
+    attrs = _offsets_vector(b, [_attr(b, n.op, k, n.attrs[k]) for k in sorted(n.attrs)])
     FNode.Start(b)
     FNode.AddOp(b, op)
     FNode.AddInputs(b, ins)

@@ -42,7 +42,7 @@ _DTYPE_NAMES = {"Float32": "float32", "Float16": "float16", "BFloat16": "bfloat1
                 "Int64": "int64", "Int32": "int32", "Int16": "int16", "Int8": "int8", "UInt8": "uint8", "Bool": "bool"}
 #: The dtype names an op list may use (the runtime's DType names).
 DTYPES: tuple[str, ...] = tuple(sorted(_DTYPE_NAMES.values()))
-_REGISTER = re.compile(r'DTORCH_REGISTER_[A-Z0-9_]*KERNEL\(\s*"([a-z0-9_]+)"\s*,\s*(?:::)?(?:dtorch::)?DType::k(\w+)')
+_REGISTER = re.compile(r'DTORCH_REGISTER_[A-Z0-9_]*KERNEL\(\s*([a-z0-9_]+)\s*,\s*(?:::)?(?:dtorch::)?DType::k(\w+)')
 _COMMENTS = re.compile(r"//[^\n]*|/\*.*?\*/", re.S)
 _NAME = re.compile(r"^[a-z][a-z0-9_]*$")
 _EXAMPLE = "e.g. 'ops: {conv2d: [float32], linear: [float32]}'"

@@ -57,21 +57,6 @@ struct AlignedBlock {
   }
 };
 
-bool is_unary_elementwise(const char* op) {
-  static const char* const kOps[] = {"relu",  "sigmoid", "tanh",       "silu",       "hardswish", "hardsigmoid",
-                                     "gelu",  "exp",     "log",        "sqrt",       "rsqrt",     "neg",
-                                     "abs",   "erf",     "sin",        "cos",        "reciprocal", "hardtanh",
-                                     "leaky_relu", "elu", "softplus",  "clamp"};
-  for (const char* o : kOps)
-    if (std::strcmp(o, op) == 0) return true;
-  return false;
-}
-
-bool is_binary_inplace(const char* op) {
-  return std::strcmp(op, "add") == 0 || std::strcmp(op, "sub") == 0 || std::strcmp(op, "mul") == 0 ||
-         std::strcmp(op, "div") == 0;
-}
-
 // Whether a shape is within a byte cap: rank in [0, kMaxDims], every dimension >= 0, and its size in bytes,
 // counting an empty (0) dimension as 1, at most `cap`. Counting empty dimensions as 1 keeps every dimension
 // and every product of dimensions of a checked shape small, so kernels can do shape arithmetic freely.
@@ -96,6 +81,23 @@ Status at_node(const NodeInfo& n, const Status& st) {
 }
 
 using ull = unsigned long long;
+
+// What the kernel inferred for a tensor agrees with the shape the file declares for it: the same rank, and the
+// same size in every dimension the file gives as fixed (-1: dynamic, any size).
+Status check_declared_shape(const NodeInfo& n, const TensorInfo& ti, const Shape& s) {
+  bool ok = ti.file_shape.ndim == s.ndim;
+  for (int d = 0; ok && d < s.ndim; ++d) ok = ti.file_shape.dims[d] < 0 || ti.file_shape.dims[d] == s.dims[d];
+  if (ok) return Status::Ok();
+  std::string declared = "[";
+  for (int d = 0; d < ti.file_shape.ndim; ++d)
+    declared += ti.file_shape.dims[d] < 0 ? std::string(d ? ", ?" : "?")
+                                          : format_str(d ? ", %lld" : "%lld", static_cast<long long>(ti.file_shape.dims[d]));
+  declared += "]";
+  return error_status(StatusCode::kInvalidModel,
+                      "invalid model file: %s computes tensor '%s' with shape %s, but the file declares %s; re-export "
+                      "the model with dtorch",
+                      node_label(n).c_str(), ti.name.c_str(), shape_str(s).c_str(), declared.c_str());
+}
 
 }  // namespace
 
@@ -134,7 +136,9 @@ struct Session::Impl {
   }
 
   Status check_inputs(const TensorView* in, size_t n) const;
-  Status plan(const TensorView* in);
+  Status plan(const TensorView* in);  // infer_shapes + layout
+  Status infer_shapes(const Shape* in);
+  Status layout(const Shape* in);
   Status execute(const TensorView* in, double* node_seconds);
   // check_inputs, plan when the input shapes changed, execute (node_seconds may be null).
   Status run(const TensorView* in, size_t n, double* node_seconds);
@@ -178,6 +182,15 @@ Status Session::Impl::check_inputs(const TensorView* in, size_t n) const {
 }
 
 Status Session::Impl::plan(const TensorView* in) {
+  std::vector<Shape> shapes(m.inputs.size());
+  for (size_t i = 0; i < m.inputs.size(); ++i) shapes[i] = in[i].shape;
+  DTORCH_RETURN_IF_ERROR(infer_shapes(shapes.data()));
+  return layout(shapes.data());
+}
+
+// Shapes, node by node, from the model inputs' shapes: every kernel's infer, checked against the shapes the file
+// declares, and each node's scratch. Allocates nothing but the per-tensor views.
+Status Session::Impl::infer_shapes(const Shape* in) {
   planned = false;
   arena.reset();
   const size_t nt = m.tensors.size(), nn = m.nodes.size();
@@ -195,9 +208,16 @@ Status Session::Impl::plan(const TensorView* in) {
                             static_cast<ull>(max_tensor_bytes));
     }
   }
-  for (size_t i = 0; i < m.inputs.size(); ++i) views[m.inputs[i]].shape = in[i].shape;
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    if (!shape_within(in[i], m.tensors[m.inputs[i]].dtype, max_tensor_bytes))
+      return error_status(StatusCode::kInvalidArgument,
+                          "input '%s' has shape %s, larger than the %llu-byte limit on one tensor "
+                          "(SessionOptions::max_tensor_bytes)",
+                          m.tensors[m.inputs[i]].name.c_str(), shape_str(in[i]).c_str(),
+                          static_cast<ull>(max_tensor_bytes));
+    views[m.inputs[i]].shape = in[i];
+  }
 
-  // Shapes, node by node.
   scratch_bytes.assign(nn, 0);
   scratch_offset.assign(nn, 0);
   node_in.assign(static_cast<size_t>(std::max(1, m.max_node_inputs)), TensorView());
@@ -221,9 +241,7 @@ Status Session::Impl::plan(const TensorView* in) {
                             "(SessionOptions::max_tensor_bytes); check the model's attributes and the input shapes",
                             node_label(n).c_str(), i, k, shape_str(s).c_str(), static_cast<ull>(max_tensor_bytes));
       const TensorInfo& ti = m.tensors[n.outputs[k]];
-      if (ti.role == TensorRole::kOutput && ti.file_shape.ndim != s.ndim)
-        return error_status(StatusCode::kInvalidModel, "%s produces output '%s' with shape %s but the model file says rank %d",
-                            node_label(n).c_str(), ti.name.c_str(), shape_str(s).c_str(), ti.file_shape.ndim);
+      DTORCH_RETURN_IF_ERROR(check_declared_shape(n, ti, s));
       views[n.outputs[k]].shape = s;
     }
     if (scratch > max_arena_bytes)
@@ -233,7 +251,12 @@ Status Session::Impl::plan(const TensorView* in) {
                           node_label(n).c_str(), i, scratch, static_cast<ull>(max_arena_bytes));
     scratch_bytes[i] = scratch;
   }
+  return Status::Ok();
+}
 
+// The arena for the shapes infer_shapes found: buffers, offsets, allocation.
+Status Session::Impl::layout(const Shape* in) {
+  const size_t nt = m.tensors.size(), nn = m.nodes.size();
   // Buffers: one per intermediate tensor (merged for in-place ops) plus each node's scratch.
   std::vector<int64_t> buffer_of(nt, -1);
   std::vector<PlanBuffer> buffers;
@@ -247,8 +270,9 @@ Status Session::Impl::plan(const TensorView* in) {
       // In place: out shares the first input's buffer when that input dies here.
       if (k == 0 && !n.inputs.empty() && n.inputs[0] >= 0) {
         const int32_t src = n.inputs[0];
-        const bool candidate = is_unary_elementwise(n.op) ||
-                               (is_binary_inplace(n.op) && views[src].shape == views[t].shape);
+        const InPlace rule = n.kernel->schema->inplace;
+        const bool candidate = rule == InPlace::kAlways ||
+                               (rule == InPlace::kSameShape && views[src].shape == views[t].shape);
         if (candidate && m.tensors[src].role == TensorRole::kIntermediate && m.tensors[src].last_use == static_cast<int>(i) &&
             buffer_of[src] >= 0 && views[src].nbytes() == bytes && views[src].dtype == views[t].dtype) {
           PlanBuffer& b = buffers[static_cast<size_t>(buffer_of[src])];
@@ -305,8 +329,7 @@ Status Session::Impl::plan(const TensorView* in) {
                           m.tensors[t].name.c_str());
     if (m.tensors[t].producer >= 0) views[t].data = out_blocks[k].p;
   }
-  planned_shapes.assign(m.inputs.size(), Shape());
-  for (size_t i = 0; i < m.inputs.size(); ++i) planned_shapes[i] = in[i].shape;
+  planned_shapes.assign(in, in + m.inputs.size());
   planned = true;
   return Status::Ok();
 }
@@ -394,6 +417,16 @@ static Status finish_create(std::unique_ptr<Session::Impl> impl, const SessionOp
   impl->max_tensor_bytes = options.max_tensor_bytes;
   impl->max_arena_bytes = options.max_arena_bytes;
   DTORCH_RETURN_IF_ERROR(load_model(impl->bytes, impl->size, &impl->m, options.kernels));
+  // The file's own example shapes must go through every node and give the shapes it declares: a file whose
+  // declared tensors disagree with its kernels is refused here, before anything runs.
+  if (impl->m.has_example_shapes) {
+    const Status st = impl->infer_shapes(impl->m.example_input_shapes.data());
+    if (!st.ok() && st.code() != StatusCode::kInvalidArgument) return st;
+    if (!st.ok())
+      return error_status(StatusCode::kInvalidModel,
+                          "invalid model file: its own example input shapes do not run: %s; re-export the model "
+                          "with dtorch", st.message().c_str());
+  }
   DTORCH_RETURN_IF_ERROR(impl->prepare_kernels());
   impl->pool = new ThreadPool(options.num_threads);
   out->reset(make(std::move(impl)));

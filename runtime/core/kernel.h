@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <type_traits>
 
+#include "core/ops_generated.h"
 #include "dtorch/status.h"
 #include "dtorch/types.h"
 
@@ -57,7 +58,7 @@ using RunFn = Status (*)(const KernelContext& ctx, const TensorView* inputs, int
 // still run correctly without it (ctx.prepared == nullptr), and infer's scratch must cover that case.
 using PrepareFn = Status (*)(const Attrs& attrs, const TensorView* inputs, int n_in, void* dst, size_t* bytes);
 
-// How many inputs and outputs a node of the operator has (OPS.md). The loader refuses a node outside it,
+// How many inputs and outputs a node of the operator has (its schema). The loader refuses a node outside it,
 // so a kernel may read every required input (it is never absent) and every output it declares.
 struct KernelArity {
   int min_inputs;            // required inputs (slots 0 .. min_inputs-1 unless marked optional)
@@ -82,7 +83,7 @@ constexpr int kAvx2KernelRank = 15;
 constexpr int kAvx512KernelRank = 20;
 
 struct KernelDef {
-  const char* op;    // the operator name (OPS.md)
+  const char* op;    // the operator name (= schema->name)
   DType dtype;       // the dtype of the first input this kernel handles
   InferFn infer;
   RunFn run;
@@ -93,7 +94,15 @@ struct KernelDef {
   // false for sets that use FMA or another accumulation order (within their documented tolerance).
   bool bit_exact = true;
   PrepareFn prepare = nullptr;  // see PrepareFn
+  // The operator's schema (core/ops_generated.h, from the catalogue): attributes, dtypes, in-place rule. The
+  // registration macros fill op and arity from it.
+  const OpSchema* schema = nullptr;
 };
+
+// The arity of an operator, from its schema.
+constexpr KernelArity schema_arity(const OpSchema& s) {
+  return KernelArity{s.min_inputs, s.max_inputs, s.optional_inputs, s.num_outputs};
+}
 
 // Checks a node's input and output counts against the kernel's arity. `absent` has bit i set when input i
 // is absent (only the first 64 inputs can be absent). The error names the operator, not the node (the
@@ -123,13 +132,16 @@ const KernelEntry* registered_kernels();
 
 #define DTORCH_KERNEL_CONCAT_(a, b) a##b
 #define DTORCH_KERNEL_CONCAT(a, b) DTORCH_KERNEL_CONCAT_(a, b)
-// DTORCH_REGISTER_KERNEL("conv2d", DType::kFloat32, infer, run, min_inputs, max_inputs (-1: variadic),
-//                        optional-input mask (e.g. ::dtorch::optional_inputs(2)), num_outputs);
+// The schema of operator `op` (an identifier: conv2d -> ::dtorch::ops::op_conv2d, generated from the catalogue).
+#define DTORCH_OP_SCHEMA(op) ::dtorch::ops::DTORCH_KERNEL_CONCAT(op_, op)
+// DTORCH_REGISTER_KERNEL(conv2d, DType::kFloat32, infer, run);
+// The operator is named by its catalogue identifier; its name, arity, attributes and dtypes come from the schema.
 // (The portable kernel set; per-architecture sets use their own macro, e.g. kernels/x86/x86.h.)
-#define DTORCH_REGISTER_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out)                          \
+#define DTORCH_REGISTER_KERNEL(op, dtype, infer, run)                                                          \
   static ::dtorch::KernelEntry DTORCH_KERNEL_CONCAT(dtorch_kernel_entry_, __LINE__){                            \
-      ::dtorch::KernelDef{op, dtype, infer, run, ::dtorch::KernelArity{min_in, max_in, optional, n_out},        \
-                          "portable", ::dtorch::kPortableKernelRank},                                           \
+      ::dtorch::KernelDef{DTORCH_OP_SCHEMA(op).name, dtype, infer, run,                                         \
+                          ::dtorch::schema_arity(DTORCH_OP_SCHEMA(op)), "portable",                             \
+                          ::dtorch::kPortableKernelRank, true, nullptr, &DTORCH_OP_SCHEMA(op)},                 \
       nullptr};                                                                                                 \
   static const bool DTORCH_KERNEL_CONCAT(dtorch_kernel_registered_, __LINE__) =                                 \
       ::dtorch::register_kernel(&DTORCH_KERNEL_CONCAT(dtorch_kernel_entry_, __LINE__))

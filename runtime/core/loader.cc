@@ -7,6 +7,7 @@
 #include <string>
 
 #include "core/model.h"
+#include "core/op_schema.h"
 #include "dtm_generated.h"
 
 namespace dtorch {
@@ -160,6 +161,32 @@ Status check_segment(const dtm::Model* model, int64_t seg, const char* what, uin
   return Status::Ok();
 }
 
+// The node against its operator's schema (the catalogue): attributes, and the dtype of every input and output
+// against the signature of the kernel it was bound to, so a kernel never writes a dtype the plan did not size.
+Status check_node_schema(const LoadedModel& m, const NodeInfo& n, int ni) {
+  const OpSchema& schema = *n.kernel->schema;
+  const Status attrs = check_attrs(schema, n.node);
+  if (!attrs.ok()) return invalid("%s: %s", node_label(n, ni).c_str(), attrs.message().c_str());
+  const DTypeSignature* sig = find_signature(schema, n.kernel->dtype);
+  if (sig == nullptr)  // the registry refuses such kernels at start-up
+    return Status(StatusCode::kInternal, "a kernel is registered for a dtype its schema does not list");
+  for (size_t k = 0; k < n.inputs.size(); ++k) {
+    if (n.inputs[k] < 0) continue;
+    const DType want = signature_input(*sig, static_cast<int>(k)), got = m.tensors[n.inputs[k]].dtype;
+    if (got != want)
+      return invalid("%s: input %zu (%s) is %s, but %s takes %s there", node_label(n, ni).c_str(), k,
+                     tensor_label(m, n.inputs[k]).c_str(), dtype_name(got), schema.name, dtype_name(want));
+  }
+  for (size_t k = 0; k < n.outputs.size(); ++k) {
+    const DType want = sig->outputs[k < static_cast<size_t>(sig->n_outputs) ? k : sig->n_outputs - 1];
+    const DType got = m.tensors[n.outputs[k]].dtype;
+    if (got != want)
+      return invalid("%s: output %zu (%s) is declared %s, but the %s kernel writes %s", node_label(n, ni).c_str(), k,
+                     tensor_label(m, n.outputs[k]).c_str(), dtype_name(got), schema.name, dtype_name(want));
+  }
+  return Status::Ok();
+}
+
 }  // namespace
 
 Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPolicy policy) {
@@ -297,6 +324,9 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
     n.op = fn->op()->c_str();
     n.name = fn->name() ? fn->name()->str() : "";
     const int ni = static_cast<int>(i);
+    if (std::strlen(n.op) != fn->op()->size())
+      return invalid("node %d has an operator name with an embedded NUL byte ('%s\\0...'); operator names are "
+                     "the catalogue's names, matched whole", ni, n.op);
     const auto* ins = fn->inputs();
     const auto* outs = fn->outputs();
     if ((ins && ins->size() > static_cast<flatbuffers::uoffset_t>(kMaxNodeArity)) ||
@@ -341,6 +371,7 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
     const Status arity = check_kernel_arity(*n.kernel, static_cast<int>(n.inputs.size()), absent,
                                             static_cast<int>(n.outputs.size()));
     if (!arity.ok()) return invalid("%s: %s", node_label(n, ni).c_str(), arity.message().c_str());
+    DTORCH_RETURN_IF_ERROR(check_node_schema(m, n, ni));
     if (static_cast<int>(n.inputs.size()) > m.max_node_inputs) m.max_node_inputs = static_cast<int>(n.inputs.size());
     if (static_cast<int>(n.outputs.size()) > m.max_node_outputs)
       m.max_node_outputs = static_cast<int>(n.outputs.size());
@@ -363,6 +394,24 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
     return io;
   };
   for (int32_t t : m.inputs) m.input_info.push_back(describe(t));
+  m.has_example_shapes = true;
+  for (int32_t t : m.inputs) {
+    const auto* ex = tensors->Get(static_cast<flatbuffers::uoffset_t>(t))->example_shape();
+    Shape s;
+    bool fits = ex != nullptr && static_cast<int>(ex->size()) == m.tensors[t].file_shape.ndim;
+    for (int d = 0; fits && d < m.tensors[t].file_shape.ndim; ++d) {
+      s.dims[d] = ex->Get(static_cast<flatbuffers::uoffset_t>(d));
+      const int64_t fixed = m.tensors[t].file_shape.dims[d];
+      fits = s.dims[d] >= 1 && (fixed < 0 || fixed == s.dims[d]);
+    }
+    s.ndim = m.tensors[t].file_shape.ndim;
+    if (!fits) {
+      m.has_example_shapes = false;
+      break;
+    }
+    m.example_input_shapes.push_back(s);
+  }
+  if (!m.has_example_shapes) m.example_input_shapes.clear();
   for (int32_t t : m.outputs) m.output_info.push_back(describe(t));
 
   // Metadata.

@@ -60,6 +60,10 @@ struct LoadedModel {
   bool has_test_vector = false;
   TestVectorRef test_vector;
   int max_node_inputs = 0, max_node_outputs = 0;
+  // The model inputs' shapes at export (Tensor.example_shape), when every input has one that fits its declared
+  // shape: the session infers every shape from them at load.
+  bool has_example_shapes = false;
+  std::vector<Shape> example_input_shapes;
 };
 
 // Checks `data` (a whole .dtm file, 64-byte aligned) and fills `out`, binding each node to the kernel the policy

@@ -37,6 +37,9 @@ bool register_kernel(KernelEntry* entry) {
     registration_bug("dtorch: kernel '%s' (%s) is registered with an inconsistent arity\n", def);
   if (def.kernel_set == nullptr)
     registration_bug("dtorch: kernel '%s' (%s) is registered without a kernel set\n", def);
+  if (def.schema == nullptr || find_signature(*def.schema, def.dtype) == nullptr)
+    registration_bug("dtorch: kernel '%s' (%s) is registered for a dtype its catalogue entry has no signature for "
+                     "(add it to the operator's signatures in dtorch/catalogue)\n", def);
   for (const KernelEntry* e = g_first; e != nullptr; e = e->next) {
     if (e == entry) registration_bug("dtorch: kernel '%s' (%s) is registered twice (the same entry)\n", def);
     const KernelDef& o = e->def;

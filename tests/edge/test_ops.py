@@ -220,16 +220,16 @@ def test_catalog_errors(tmp_path):
         kernel_catalog(tmp_path, "neon")
     with pytest.raises(OpListError, match=r"no kernel set 'neon'.*does not exist"):
         kernel_catalog(tmp_path / "nowhere", "neon")
-    (ks / "relu.cc").write_text('// DTORCH_REGISTER_KERNEL("tanh", DType::kFloat32, ...);\n'
-                                '/* DTORCH_REGISTER_KERNEL("sigmoid", DType::kFloat32, ...); */\n'
-                                'DTORCH_REGISTER_KERNEL("relu", DType::kFloat32, infer, run, 1, 1, 0, 1);\n'
-                                'DTORCH_REGISTER_KERNEL("relu", DType::kInt8, infer, run, 1, 1, 0, 1);\n')
+    (ks / "relu.cc").write_text('// DTORCH_REGISTER_KERNEL(tanh, DType::kFloat32, ...);\n'
+                                '/* DTORCH_REGISTER_KERNEL(sigmoid, DType::kFloat32, ...); */\n'
+                                'DTORCH_REGISTER_KERNEL(relu, DType::kFloat32, infer, run);\n'
+                                'DTORCH_REGISTER_KERNEL(relu, DType::kInt8, infer, run);\n')
     cat = kernel_catalog(tmp_path, "mine")
     assert isinstance(cat, KernelCatalog) and cat.registered == {("relu", "float32"), ("relu", "int8")}
     with pytest.raises(OpListError, match=r"no kernel set 'neon'.*the kernel sets are mine"):
         kernel_catalog(tmp_path, "neon")
-    (ks / "two.cc").write_text('DTORCH_REGISTER_KERNEL("a", DType::kFloat32, i, r, 1, 1, 0, 1);\n'
-                               'DTORCH_REGISTER_KERNEL("b", DType::kFloat32, i, r, 1, 1, 0, 1);\n')
+    (ks / "two.cc").write_text('DTORCH_REGISTER_KERNEL(a, DType::kFloat32, i, r);\n'
+                               'DTORCH_REGISTER_KERNEL(b, DType::kFloat32, i, r);\n')
     with pytest.raises(OpListError, match="registers several operators"):
         kernel_catalog(tmp_path, "mine")
     (ks / "two.cc").write_text("// nothing registered here\n")

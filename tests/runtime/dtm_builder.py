@@ -38,6 +38,18 @@ DTYPES = {"float32": 0, "float16": 1, "bfloat16": 2, "float64": 3, "int64": 4, "
           "uint8": 8, "bool": 9}
 
 
+@dataclass(frozen=True)
+class RawAttr:
+    """An attribute written exactly as given: any type code (also ones the schema does not define) and payload."""
+
+    type: int
+    i: int = 0
+    f: float = 0.0
+    ints: tuple[int, ...] | None = None
+    floats: tuple[float, ...] | None = None
+    s: str | None = None
+
+
 @dataclass
 class _Tensor:
     name: str
@@ -244,6 +256,19 @@ class DtmBuilder:
     def _attr(b: flatbuffers.Builder, key: str, value: Any, ivec: Any) -> int:
         name = b.CreateString(key)
         s = ints = floats = None
+        if isinstance(value, RawAttr):
+            ints = None if value.ints is None else ivec(list(value.ints), np.int64)
+            floats = None if value.floats is None else ivec(list(value.floats), np.float64)
+            s = None if value.s is None else b.CreateString(value.s)
+            Attr.AttrStart(b)
+            Attr.AttrAddName(b, name)
+            Attr.AttrAddType(b, value.type)
+            Attr.AttrAddI(b, value.i)
+            Attr.AttrAddF(b, value.f)
+            for add, v in ((Attr.AttrAddInts, ints), (Attr.AttrAddFloats, floats), (Attr.AttrAddS, s)):
+                if v is not None:
+                    add(b, v)
+            return Attr.AttrEnd(b)
         if isinstance(value, str):
             kind, s = AttrType.AttrType.string, b.CreateString(value)
         elif isinstance(value, (list, tuple)):

@@ -61,9 +61,9 @@ def test_conv2d_attribute_out_of_range(attr: str, value: list[int]) -> None:
     w = g.const("w", np.ones((1, 1, 3, 3), np.float32))
     y = g.output("y", [1, 1, 2, 2])
     g.node("conv2d", [x, w, -1], [y], {attr: value})
-    s = rt.InferenceSession(g.build())
-    with pytest.raises(rt.InvalidModelError, match=rf"conv2d: {attr} \d+ is out of range \(at most 16777216\)"):
-        s.run(None, {"x": np.ones((1, 1, 4, 4), np.float32)})
+    # The catalogue bounds every geometry attribute, so the loader refuses the file before anything runs.
+    with pytest.raises(rt.InvalidModelError, match=rf"conv2d attribute '{attr}' is \d+, outside \[\d, 16777216\]"):
+        rt.InferenceSession(g.build())
 
 
 def test_reshape_overflow_and_huge_output_are_refused() -> None:

@@ -127,9 +127,16 @@ def test_kernel_error_names_the_node() -> None:
     a, b = g.input("a", [2, 3]), g.input("b", [4, 5])
     y = g.output("y", [2, 3])
     g.node("add", [a, b], [y], name="block.add")
+    # Fixed shapes that cannot broadcast: the file's own example shapes fail at load, naming the node.
+    with pytest.raises(rt.InvalidModelError, match=r"example input shapes do not run: node 'block.add' \(add\)"):
+        rt.InferenceSession(g.build())
+    g = DtmBuilder()
+    a, b = g.input("a", ["p", 3]), g.input("b", ["q", 3])
+    y = g.output("y", ["p", 3])
+    g.node("add", [a, b], [y], name="block.add")
     s = rt.InferenceSession(g.build())
     with pytest.raises(ValueError, match=r"node 'block.add' \(add\)"):
-        s.run(None, {"a": np.zeros((2, 3), np.float32), "b": np.zeros((4, 5), np.float32)})
+        s.run(None, {"a": np.zeros((2, 3), np.float32), "b": np.zeros((4, 3), np.float32)})
 
 
 def test_run_kernel_errors() -> None:

@@ -64,6 +64,6 @@ inline __m256 odd_floats(__m256 lo, __m256 hi) {
 
 // DTORCH_REGISTER_AVX2_KERNEL: as DTORCH_REGISTER_KERNEL, in the "avx2" set (not bit-exact), and only on CPUs with
 // AVX2 and FMA. One per file. The optional last argument is the kernel's prepare function (core/kernel.h).
-#define DTORCH_REGISTER_AVX2_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out, ...)                \
+#define DTORCH_REGISTER_AVX2_KERNEL(op, dtype, infer, run, prepare)                                           \
   DTORCH_REGISTER_ISA_KERNEL("avx2", ::dtorch::kAvx2KernelRank, false, ::dtorch::kernels::avx2_fma_supported, op, \
-                             dtype, infer, run, min_in, max_in, optional, n_out, __VA_ARGS__)
+                             dtype, infer, run, prepare)

@@ -56,6 +56,6 @@ __attribute__((target("no-sse3"), noinline)) inline bool x86_avx512_supported() 
 // DTORCH_REGISTER_AVX512_KERNEL: as DTORCH_REGISTER_KERNEL, in the "avx512" set (not bit-exact), and only on
 // CPUs that have it. One per file.
 // The optional last argument is the kernel's prepare function (core/kernel.h PrepareFn).
-#define DTORCH_REGISTER_AVX512_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out, ...)              \
+#define DTORCH_REGISTER_AVX512_KERNEL(op, dtype, infer, run, prepare)                                         \
   DTORCH_REGISTER_ISA_KERNEL("avx512", ::dtorch::kAvx512KernelRank, false, ::dtorch::kernels::x86_avx512_supported, \
-                             op, dtype, infer, run, min_in, max_in, optional, n_out, __VA_ARGS__)
+                             op, dtype, infer, run, prepare)

@@ -285,5 +285,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_AVX512_KERNEL("conv2d", DType::kFloat32, infer, run, 2, 3, ::dtorch::optional_inputs(2), 1, prepare);
+DTORCH_REGISTER_AVX512_KERNEL(conv2d, DType::kFloat32, infer, run, prepare);
 }  // namespace dtorch

@@ -51,44 +51,34 @@ struct Activation {
   float alpha = 0.0f;          // leaky_relu slope
 };
 
-// Reads the fused `activation` attribute (and min_val/max_val/alpha where it uses them).
+// ActKind follows the catalogue's order of the `activation` values (ops::kFusedActivations, generated).
+static_assert(sizeof(ops::kFusedActivations) / sizeof(ops::kFusedActivations[0]) ==
+                  static_cast<size_t>(ActKind::kGeluTanh) + 1,
+              "ActKind and the catalogue's fused activations (dtorch/catalogue FUSED_ACTIVATIONS) differ");
+
+// Reads the fused `activation` attribute (and min_val/max_val/alpha where it uses them). The loader has held the
+// value against the catalogue, so an unknown name here means a caller that skipped the loader (run_kernel).
 inline Status parse_activation(const char* op, const Attrs& attrs, Activation* out) {
   const char* s = attrs.get_string("activation", "none");
-  Activation a;
-  if (std::strcmp(s, "none") == 0) {
-    a.kind = ActKind::kNone;
-  } else if (std::strcmp(s, "relu") == 0) {
-    a.kind = ActKind::kRelu;
-  } else if (std::strcmp(s, "relu6") == 0) {
-    a.kind = ActKind::kHardtanh;
-    a.lo = 0.0f;
-    a.hi = 6.0f;
-  } else if (std::strcmp(s, "hardtanh") == 0) {
-    a.kind = ActKind::kHardtanh;
-    a.lo = static_cast<float>(attrs.get_float("min_val", -1.0));
-    a.hi = static_cast<float>(attrs.get_float("max_val", 1.0));
-  } else if (std::strcmp(s, "leaky_relu") == 0) {
-    a.kind = ActKind::kLeakyRelu;
-    a.alpha = static_cast<float>(attrs.get_float("alpha", 0.01));
-  } else if (std::strcmp(s, "sigmoid") == 0) {
-    a.kind = ActKind::kSigmoid;
-  } else if (std::strcmp(s, "tanh") == 0) {
-    a.kind = ActKind::kTanh;
-  } else if (std::strcmp(s, "silu") == 0) {
-    a.kind = ActKind::kSilu;
-  } else if (std::strcmp(s, "hardswish") == 0) {
-    a.kind = ActKind::kHardswish;
-  } else if (std::strcmp(s, "hardsigmoid") == 0) {
-    a.kind = ActKind::kHardsigmoid;
-  } else if (std::strcmp(s, "gelu") == 0) {
-    a.kind = ActKind::kGelu;
-  } else if (std::strcmp(s, "gelu_tanh") == 0) {
-    a.kind = ActKind::kGeluTanh;
-  } else {
+  constexpr int kCount = static_cast<int>(ActKind::kGeluTanh) + 1;
+  int idx = 0;
+  while (idx < kCount && std::strcmp(s, ops::kFusedActivations[idx]) != 0) ++idx;
+  if (idx == kCount)
     return op_error(StatusCode::kUnsupported, op,
                     "unknown fused activation '%s' (expected none, relu, relu6, hardtanh, leaky_relu, sigmoid, "
                     "tanh, silu, hardswish, hardsigmoid, gelu or gelu_tanh)",
                     s);
+  Activation a;
+  a.kind = static_cast<ActKind>(idx);
+  if (a.kind == ActKind::kRelu6) {  // relu6 = hardtanh(0, 6), computed as hardtanh
+    a.kind = ActKind::kHardtanh;
+    a.lo = 0.0f;
+    a.hi = 6.0f;
+  } else if (a.kind == ActKind::kHardtanh) {
+    a.lo = static_cast<float>(attrs.get_float("min_val", -1.0));
+    a.hi = static_cast<float>(attrs.get_float("max_val", 1.0));
+  } else if (a.kind == ActKind::kLeakyRelu) {
+    a.alpha = static_cast<float>(attrs.get_float("alpha", 0.01));
   }
   *out = a;
   return Status::Ok();

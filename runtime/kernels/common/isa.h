@@ -21,17 +21,15 @@
 #define DTORCH_ISA isa_baseline
 #endif
 
-// DTORCH_REGISTER_ISA_KERNEL(set, rank, bit_exact, supported, op, dtype, infer, run, min_in, max_in, optional,
-// n_out[, prepare]): what each x86 ISA kernel set's own registration macro expands to (kernels/x86/x86.h,
+// DTORCH_REGISTER_ISA_KERNEL(set, rank, bit_exact, supported, op, dtype, infer, run, prepare): what each x86 ISA kernel set's own registration macro expands to (kernels/x86/x86.h,
 // kernels/avx2/avx2.h, kernels/avx512/avx512.h). It defines the kernel's constant-initialized KernelEntry
 // (core/kernel.h), which a function compiled for the baseline x86-64 ISA (no-sse3: nothing newer runs before the
 // check) links into the registry only when `supported()` says this CPU runs the set. One per file: the names are
 // fixed within the file.
-#define DTORCH_REGISTER_ISA_KERNEL(set, rank, bit_exact, supported, op, dtype, infer, run, min_in, max_in, optional, \
-                                   n_out, ...)                                                                     \
+#define DTORCH_REGISTER_ISA_KERNEL(set, rank, bit_exact, supported, op, dtype, infer, run, prepare)                 \
   static ::dtorch::KernelEntry dtorch_isa_kernel_entry{                                                            \
-      ::dtorch::KernelDef{op, dtype, infer, run, ::dtorch::KernelArity{min_in, max_in, optional, n_out}, set,      \
-                          rank, bit_exact, __VA_ARGS__},                                                           \
+      ::dtorch::KernelDef{DTORCH_OP_SCHEMA(op).name, dtype, infer, run, ::dtorch::schema_arity(DTORCH_OP_SCHEMA(op)), \
+                          set, rank, bit_exact, prepare, &DTORCH_OP_SCHEMA(op)},                                     \
       nullptr};                                                                                                    \
   __attribute__((target("no-sse3"), noinline)) static bool dtorch_isa_register_kernel() {                          \
     return supported() && ::dtorch::register_kernel(&dtorch_isa_kernel_entry);                                    \

@@ -31,5 +31,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("adaptive_max_pool2d", DType::kFloat32, infer, run, 1, 1, 0, 1);
+DTORCH_REGISTER_KERNEL(adaptive_max_pool2d, DType::kFloat32, infer, run);
 }  // namespace dtorch

@@ -29,5 +29,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("add", DType::kFloat32, infer, run, 2, 2, 0, 1);
+DTORCH_REGISTER_KERNEL(add, DType::kFloat32, infer, run);
 }  // namespace dtorch

@@ -63,5 +63,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("batch_norm", DType::kFloat32, infer, run, 3, 5, ::dtorch::optional_inputs(3, 4), 1);
+DTORCH_REGISTER_KERNEL(batch_norm, DType::kFloat32, infer, run);
 }  // namespace dtorch

@@ -48,5 +48,5 @@ Status run(const KernelContext&, const TensorView* in, int n_in, TensorView* out
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("embedding", DType::kInt64, infer, run, 2, 2, 0, 1);
+DTORCH_REGISTER_KERNEL(embedding, DType::kInt64, infer, run);
 }  // namespace dtorch

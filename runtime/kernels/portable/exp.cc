@@ -19,5 +19,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("exp", DType::kFloat32, infer, run, 1, 1, 0, 1);
+DTORCH_REGISTER_KERNEL(exp, DType::kFloat32, infer, run);
 }  // namespace dtorch

@@ -85,5 +85,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("layer_norm", DType::kFloat32, infer, run, 1, 3, ::dtorch::optional_inputs(1, 2), 1);
+DTORCH_REGISTER_KERNEL(layer_norm, DType::kFloat32, infer, run);
 }  // namespace dtorch

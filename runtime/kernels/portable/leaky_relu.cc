@@ -32,5 +32,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("leaky_relu", DType::kFloat32, infer, run, 1, 1, 0, 1);
+DTORCH_REGISTER_KERNEL(leaky_relu, DType::kFloat32, infer, run);
 }  // namespace dtorch

@@ -55,5 +55,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("linear", DType::kFloat32, infer, run, 2, 3, ::dtorch::optional_inputs(2), 1);
+DTORCH_REGISTER_KERNEL(linear, DType::kFloat32, infer, run);
 }  // namespace dtorch

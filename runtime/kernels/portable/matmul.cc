@@ -103,5 +103,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("matmul", DType::kFloat32, infer, run, 2, 2, 0, 1);
+DTORCH_REGISTER_KERNEL(matmul, DType::kFloat32, infer, run);
 }  // namespace dtorch

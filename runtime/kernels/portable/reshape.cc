@@ -74,5 +74,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL("reshape", DType::kFloat32, infer, run, 1, 1, 0, 1);
+DTORCH_REGISTER_KERNEL(reshape, DType::kFloat32, infer, run);
 }  // namespace dtorch

@@ -131,5 +131,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_X86_KERNEL("conv2d", DType::kFloat32, infer, run, 2, 3, ::dtorch::optional_inputs(2), 1);
+DTORCH_REGISTER_X86_KERNEL(conv2d, DType::kFloat32, infer, run);
 }  // namespace dtorch

@@ -40,6 +40,6 @@ __attribute__((target("no-sse3"), noinline)) inline bool x86_avx2_fma_supported(
 
 // DTORCH_REGISTER_X86_KERNEL: as DTORCH_REGISTER_KERNEL, in the "x86" set, and only on AVX2+FMA CPUs.
 // One per file (the registration function has a fixed name inside the file).
-#define DTORCH_REGISTER_X86_KERNEL(op, dtype, infer, run, min_in, max_in, optional, n_out)                      \
+#define DTORCH_REGISTER_X86_KERNEL(op, dtype, infer, run)                                                     \
   DTORCH_REGISTER_ISA_KERNEL("x86", ::dtorch::kX86KernelRank, true, ::dtorch::kernels::x86_avx2_fma_supported, op, \
-                             dtype, infer, run, min_in, max_in, optional, n_out)
+                             dtype, infer, run, nullptr)

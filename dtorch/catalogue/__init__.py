@@ -1,0 +1,160 @@
+"""The operator catalogue: one entry (`OpDef`) per `.dtm` operator, the single source of what an operator is.
+
+Entries live in this package's family modules (activations.py, conv.py, ...), each a list `OPS`; every module
+here is read, so a new family file needs no edit elsewhere. Generated from the catalogue
+(`python -m dtorch.catalogue.generate`, checked by tests/test_catalogue.py):
+
+- runtime/core/ops_generated.h: the C++ schema of every operator (arity, typed attributes with defaults and
+  legal values, dtype signatures, the in-place rule), which each kernel's registration references and the
+  loader holds every model file against;
+- runtime/OPS.md: the operator reference.
+
+Read from it at import time: the exporter's exportable-op list and lowering check, the planner's in-place
+sets, the activation-fusion tables, and the Python reader's attribute and dtype checks (`check_node`).
+"""
+
+from __future__ import annotations
+
+import importlib
+import pkgutil
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+from ._schema import (
+    ACTIVATION_ATTRS,
+    ATTR_TYPES,
+    DTYPES,
+    FUSED_ACTIVATIONS,
+    REQUIRED,
+    Attr,
+    OpDef,
+    Operand,
+    Signature,
+)
+
+__all__ = ["ACTIVATION_ATTRS", "ATTR_TYPES", "CATALOGUE", "DTYPES", "FUSED_ACTIVATIONS", "OPSET", "REQUIRED", "Attr",
+           "OpDef", "Operand", "Signature", "attr_errors", "check_node", "get", "names"]
+
+#: The opset the catalogue describes (the .dtm `Model.opset` dtorch writes).
+OPSET = 13
+
+
+def _collect() -> dict[str, OpDef]:
+    found: dict[str, OpDef] = {}
+    for info in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+        if info.name.startswith("_") or info.name == "generate":
+            continue
+        mod = importlib.import_module(f"{__name__}.{info.name}")
+        for op in getattr(mod, "OPS", ()):
+            if op.name in found:
+                raise RuntimeError(f"operator '{op.name}' is defined twice in dtorch.catalogue")
+            if not op.name.isidentifier() or not op.name.isascii() or op.name != op.name.lower():
+                raise RuntimeError(f"operator name {op.name!r} must be a lower-case ASCII identifier")
+            found[op.name] = op
+    return dict(sorted(found.items()))
+
+
+#: Every operator, by name, sorted.
+CATALOGUE: Mapping[str, OpDef] = _collect()
+
+
+def names() -> list[str]:
+    return list(CATALOGUE)
+
+
+def get(name: str) -> OpDef | None:
+    return CATALOGUE.get(name)
+
+
+def _value_type(v: Any) -> str | None:
+    """The .dtm attribute type a Python value is stored as (as dtorch/_export/writer.py writes it)."""
+    import numpy as np
+
+    if isinstance(v, str):
+        return "string"
+    if isinstance(v, (bool, int, np.integer)):
+        return "int"
+    if isinstance(v, (float, np.floating)):
+        return "float"
+    if isinstance(v, (list, tuple, np.ndarray)):
+        items = list(v)
+        if all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in items):
+            return "ints"
+        if all(isinstance(x, (float, np.floating, int, np.integer)) for x in items):
+            return "floats"
+    return None
+
+
+def attr_errors(op: OpDef, attrs: Mapping[str, Any], types: Mapping[str, str] | None = None) -> list[str]:
+    """What is wrong with a node's attributes against the catalogue (empty when nothing is). `types` gives the
+    stored type of each attribute when known (a file); otherwise it is read from the Python values."""
+    errs: list[str] = []
+    for name, v in attrs.items():
+        spec = op.attr(name)
+        allowed = ", ".join(a.name for a in op.attrs) or "none"
+        if spec is None:
+            errs.append(f"attribute '{name}' is not an attribute of {op.name} (allowed: {allowed})")
+            continue
+        got = types[name] if types is not None and name in types else _value_type(v)
+        if got != spec.type and not (spec.type == "floats" and got == "ints" and len(list(v)) == 0):
+            errs.append(f"attribute '{name}' is {got or type(v).__name__}, but {op.name} takes {spec.type}")
+            continue
+        errs += [f"attribute '{name}' {e}" for e in _value_errors(spec, v)]
+    for spec in op.attrs:
+        if spec.required and spec.name not in attrs:
+            errs.append(f"missing required attribute '{spec.name}' ({spec.type})")
+    return errs
+
+
+def _value_errors(spec: Attr, v: Any) -> Iterable[str]:
+    values = list(v) if spec.type in ("ints", "floats") else [v]
+    if spec.type in ("ints", "floats"):
+        lo_n, hi_n = spec.length_range
+        if len(values) < lo_n or (hi_n >= 0 and len(values) > hi_n):
+            want = str(lo_n) if lo_n == hi_n else f"{lo_n} to {hi_n if hi_n >= 0 else 'any'}"
+            yield f"has {len(values)} values, expected {want}"
+            return
+    for x in values:
+        if spec.choices is not None and x not in spec.choices:
+            yield f"is {x!r}, expected one of {', '.join(map(repr, spec.choices))}"
+            return
+        if spec.type != "string" and ((spec.lo is not None and x < spec.lo) or (spec.hi is not None and x > spec.hi)):
+            yield f"is {x!r}, outside [{spec.lo if spec.lo is not None else '-inf'}, " \
+                  f"{spec.hi if spec.hi is not None else 'inf'}]"
+            return
+
+
+def check_node(op_name: str, attrs: Mapping[str, Any], input_dtypes: list[str | None], output_dtypes: list[str],
+               types: Mapping[str, str] | None = None) -> list[str]:
+    """Everything the catalogue says about one node: the operator exists, the arity, the attributes and the
+    dtypes (None = an absent optional input). Returns the problems, each one line."""
+    op = CATALOGUE.get(op_name)
+    if op is None:
+        return [f"unknown operator {op_name!r} (not in the opset {OPSET} catalogue)"]
+    errs: list[str] = []
+    n = len(input_dtypes)
+    if n < op.min_inputs or (op.max_inputs >= 0 and n > op.max_inputs):
+        errs.append(f"{op.name} takes {op.min_inputs}..{'any' if op.max_inputs < 0 else op.max_inputs} inputs, "
+                    f"got {n}")
+    for i, d in enumerate(input_dtypes):
+        slot = op.inputs[min(i, len(op.inputs) - 1)] if op.inputs else None
+        if d is None and (slot is None or not slot.optional):
+            errs.append(f"input {i} ({slot.name if slot else '?'}) is required")
+    if len(output_dtypes) != len(op.outputs):
+        errs.append(f"{op.name} has {len(op.outputs)} output(s), got {len(output_dtypes)}")
+    errs += attr_errors(op, attrs, types)
+    if errs:
+        return errs
+    key = next((d for d in input_dtypes if d is not None), None)
+    sig = next((s for s in op.signatures if s.key == key), None)
+    if sig is None:
+        return [f"{op.name} has no kernel for {key} inputs (it takes "
+                f"{', '.join(s.key for s in op.signatures)})"]
+    for i, d in enumerate(input_dtypes):
+        want = sig.inputs[min(i, len(sig.inputs) - 1)]
+        if d is not None and d != want:
+            errs.append(f"input {i} ({op.inputs[min(i, len(op.inputs) - 1)].name}) is {d}, but {op.name} takes {want}")
+    for k, d in enumerate(output_dtypes):
+        if k < len(sig.outputs) and d != sig.outputs[k]:
+            errs.append(f"output {k} is declared {d}, but {op.name}'s kernel writes {sig.outputs[k]}")
+    return errs

@@ -1,0 +1,73 @@
+// Operator schemas: what the catalogue (dtorch/catalogue, generated into core/ops_generated.h) says about one
+// operator, in the form the loader checks model files against. Each kernel registration points at its
+// operator's schema (KernelDef::schema), so a pruned build carries only the schemas of the operators it has.
+// All of it is constant data with static storage; nothing here allocates.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+
+#include "dtorch/status.h"
+#include "dtorch/types.h"
+
+namespace dtorch {
+
+// The .dtm attribute types, in dtm::AttrType order.
+enum class AttrKind : uint8_t { kInt = 0, kFloat = 1, kInts = 2, kFloats = 3, kString = 4 };
+
+// Whether a node's output may take its first input's buffer when that input dies at the node.
+enum class InPlace : uint8_t {
+  kNone,
+  kAlways,     // unary elementwise: same size out as in
+  kSameShape,  // binary elementwise: only when the output's shape equals the first input's
+};
+
+struct AttrSpec {
+  const char* name;
+  AttrKind kind;
+  bool required;
+  bool has_lo, has_hi;  // inclusive bounds of the value (of each element of a list)
+  double lo, hi;
+  int min_len, max_len;                 // element count of a list attribute; max_len -1 = unbounded
+  const char* const* string_choices;    // legal values of a string attribute (null: any)
+  int n_string_choices;
+  const int64_t* int_choices;           // legal values of an int attribute (null: any in [lo, hi])
+  int n_int_choices;
+};
+
+// One dtype combination a kernel implements. A variadic last input slot repeats its dtype.
+struct DTypeSignature {
+  const DType* inputs;
+  int n_inputs;
+  const DType* outputs;
+  int n_outputs;
+};
+
+struct OpSchema {
+  const char* name;
+  int min_inputs;            // required inputs (slots 0 .. min_inputs-1 unless marked optional)
+  int max_inputs;            // -1: variadic (any count >= min_inputs)
+  uint64_t optional_inputs;  // bit i set: input i may be absent
+  int num_outputs;
+  const AttrSpec* attrs;
+  int n_attrs;
+  const DTypeSignature* signatures;
+  int n_signatures;
+  InPlace inplace;
+};
+
+// The attribute spec of `name` (exactly `len` bytes; a name with an embedded NUL never matches), or null.
+const AttrSpec* find_attr_spec(const OpSchema& schema, const char* name, size_t len);
+
+// Checks a node's attributes (a dtm::Node) against the schema: every attribute is known, of its catalogue type,
+// with a legal value, given once; every required attribute is there. The error names the attribute, what came
+// and what is allowed (the caller adds which node).
+Status check_attrs(const OpSchema& schema, const void* node);
+
+// The signature whose first input dtype is `key`, or null.
+const DTypeSignature* find_signature(const OpSchema& schema, DType key);
+
+// The dtype a signature wants in input slot i (a variadic last slot repeats).
+inline DType signature_input(const DTypeSignature& s, int i) { return s.inputs[i < s.n_inputs ? i : s.n_inputs - 1]; }
+
+}  // namespace dtorch
