@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import difflib
+import hashlib
 import sys
 from pathlib import Path
 
@@ -47,7 +48,9 @@ class _Pool:
     def array(self, ctype: str, items: tuple[str, ...], hint: str) -> str:
         key = (ctype, items)
         if key not in self.names:
-            name = f"{hint}_{len(self.names)}"
+            # Named by content, so a name never changes meaning when entries are added (an object built before
+            # the change and one after must not disagree on what `dtypes_...` holds).
+            name = f"{hint}_{hashlib.sha256(repr(key).encode()).hexdigest()[:10]}"
             self.names[key] = name
             self.lines.append(f"inline constexpr {ctype} {name}[] = {{{', '.join(items)}}};")
         return self.names[key]

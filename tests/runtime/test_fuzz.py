@@ -120,3 +120,25 @@ def test_saved_reproducers_are_handled(driver: Path) -> None:
         pytest.skip("no saved reproducers in runtime/fuzz/crashes/")
     r = subprocess.run([str(driver), "--replay", *map(str, files)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-6000:]
+
+
+def test_catalogue_hostile_files_are_refused_under_asan(driver: Path, tmp_path: Path) -> None:
+    """Every lying file of hostile_catalogue.py (each attribute with each wrong type, each output with each wrong
+    dtype, NUL in names, ...) is refused at load under ASan + UBSan, with no sanitizer report."""
+    from hostile_catalogue import cases, unused_int8_intermediate
+
+    files = []
+    for k, case in enumerate(cases()):
+        p = tmp_path / f"{k:04d}.dtm"
+        p.write_bytes(case.data)
+        files.append(p)
+    p = tmp_path / "unused-int8.dtm"
+    p.write_bytes(unused_int8_intermediate())
+    files.append(p)
+    r = subprocess.run([str(driver), "--replay", *map(str, files)], capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-6000:]
+    assert "AddressSanitizer" not in r.stderr and "runtime error" not in r.stderr, r.stderr[-6000:]
+    outcomes = [line for line in r.stdout.splitlines() if line.startswith(str(tmp_path))]
+    assert len(outcomes) == len(files)
+    loaded = [line for line in outcomes if "rejected at load" not in line]
+    assert not loaded, loaded[:5]
