@@ -288,6 +288,10 @@ inline constexpr OpSchema op_permute = {"permute", 1, 1, 0x0, 1, op_permute_attr
 inline constexpr DTypeSignature op_pow_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_pow = {"pow", 2, 2, 0x0, 1, nullptr, 0, op_pow_signatures, 1, InPlace::kNone};
 
+// prelu: x if x > 0 else w[c] * x, c the channel (dim 1); one slope for every channel when w has one element
+inline constexpr DTypeSignature op_prelu_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
+inline constexpr OpSchema op_prelu = {"prelu", 2, 2, 0x0, 1, nullptr, 0, op_prelu_signatures, 1, InPlace::kAlways};
+
 // reciprocal: 1 / x
 inline constexpr DTypeSignature op_reciprocal_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_reciprocal = {"reciprocal", 1, 1, 0x0, 1, nullptr, 0, op_reciprocal_signatures, 1, InPlace::kAlways};
