@@ -82,6 +82,15 @@ Status at_node(const NodeInfo& n, const Status& st) {
 
 using ull = unsigned long long;
 
+// A model input's shape is within the one-tensor cap (SessionOptions::max_tensor_bytes).
+Status check_input_size(const std::string& name, const Shape& s, DType dt, uint64_t cap) {
+  if (shape_within(s, dt, cap)) return Status::Ok();
+  return error_status(StatusCode::kInvalidArgument,
+                      "input '%s' has shape %s, larger than the %llu-byte limit on one tensor "
+                      "(SessionOptions::max_tensor_bytes)",
+                      name.c_str(), shape_str(s).c_str(), static_cast<ull>(cap));
+}
+
 // What the kernel inferred for a tensor agrees with the shape the file declares for it: the same rank, and the
 // same size in every dimension the file gives as fixed (-1: dynamic, any size).
 Status check_declared_shape(const NodeInfo& n, const TensorInfo& ti, const Shape& s) {
@@ -170,11 +179,7 @@ Status Session::Impl::check_inputs(const TensorView* in, size_t n) const {
         return error_status(StatusCode::kInvalidArgument, "input '%s' dimension %zu (dynamic '%s') must be >= 1, got %lld",
                             io.name.c_str(), d, io.dim_names[d].c_str(), static_cast<long long>(got));
     }
-    if (!shape_within(v.shape, v.dtype, max_tensor_bytes))
-      return error_status(StatusCode::kInvalidArgument,
-                          "input '%s' has shape %s, larger than the %llu-byte limit on one tensor "
-                          "(SessionOptions::max_tensor_bytes)",
-                          io.name.c_str(), shape_str(v.shape).c_str(), static_cast<ull>(max_tensor_bytes));
+    DTORCH_RETURN_IF_ERROR(check_input_size(io.name, v.shape, v.dtype, max_tensor_bytes));
     if (v.data == nullptr && v.shape.numel() > 0)
       return error_status(StatusCode::kInvalidArgument, "input '%s' has no data (null pointer)", io.name.c_str());
   }
@@ -209,12 +214,8 @@ Status Session::Impl::infer_shapes(const Shape* in) {
     }
   }
   for (size_t i = 0; i < m.inputs.size(); ++i) {
-    if (!shape_within(in[i], m.tensors[m.inputs[i]].dtype, max_tensor_bytes))
-      return error_status(StatusCode::kInvalidArgument,
-                          "input '%s' has shape %s, larger than the %llu-byte limit on one tensor "
-                          "(SessionOptions::max_tensor_bytes)",
-                          m.tensors[m.inputs[i]].name.c_str(), shape_str(in[i]).c_str(),
-                          static_cast<ull>(max_tensor_bytes));
+    const TensorInfo& ti = m.tensors[m.inputs[i]];
+    DTORCH_RETURN_IF_ERROR(check_input_size(ti.name, in[i], ti.dtype, max_tensor_bytes));
     views[m.inputs[i]].shape = in[i];
   }
 
@@ -419,7 +420,7 @@ static Status finish_create(std::unique_ptr<Session::Impl> impl, const SessionOp
   DTORCH_RETURN_IF_ERROR(load_model(impl->bytes, impl->size, &impl->m, options.kernels));
   // The file's own example shapes must go through every node and give the shapes it declares: a file whose
   // declared tensors disagree with its kernels is refused here, before anything runs.
-  if (impl->m.has_example_shapes) {
+  if (impl->m.example_input_shapes.size() == impl->m.inputs.size()) {
     const Status st = impl->infer_shapes(impl->m.example_input_shapes.data());
     if (!st.ok() && st.code() != StatusCode::kInvalidArgument) return st;
     if (!st.ok())

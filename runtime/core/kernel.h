@@ -67,13 +67,6 @@ struct KernelArity {
   int num_outputs;
 };
 
-// Bit mask for optional input slots: optional_inputs(2) or optional_inputs(3, 4).
-constexpr uint64_t optional_inputs() { return 0; }
-template <typename... Rest>
-constexpr uint64_t optional_inputs(int slot, Rest... rest) {
-  return (uint64_t{1} << slot) | optional_inputs(rest...);
-}
-
 // Kernel sets: "portable" (kernels/portable/, rank 0, always built: the reference and the fallback) and
 // per-architecture sets (kernels/<isa>/, e.g. "x86", rank 10) that register under the same operator names
 // only when built for that architecture and when the CPU they run on supports them.

@@ -394,24 +394,19 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
     return io;
   };
   for (int32_t t : m.inputs) m.input_info.push_back(describe(t));
-  m.has_example_shapes = true;
   for (int32_t t : m.inputs) {
     const auto* ex = tensors->Get(static_cast<flatbuffers::uoffset_t>(t))->example_shape();
+    const Shape& declared = m.tensors[t].file_shape;
     Shape s;
-    bool fits = ex != nullptr && static_cast<int>(ex->size()) == m.tensors[t].file_shape.ndim;
-    for (int d = 0; fits && d < m.tensors[t].file_shape.ndim; ++d) {
-      s.dims[d] = ex->Get(static_cast<flatbuffers::uoffset_t>(d));
-      const int64_t fixed = m.tensors[t].file_shape.dims[d];
-      fits = s.dims[d] >= 1 && (fixed < 0 || fixed == s.dims[d]);
-    }
-    s.ndim = m.tensors[t].file_shape.ndim;
+    bool fits = ex != nullptr && read_shape(ex, "an example shape", &s).ok() && s.ndim == declared.ndim;
+    for (int d = 0; fits && d < s.ndim; ++d)
+      fits = s.dims[d] >= 1 && (declared.dims[d] < 0 || declared.dims[d] == s.dims[d]);
     if (!fits) {
-      m.has_example_shapes = false;
+      m.example_input_shapes.clear();
       break;
     }
     m.example_input_shapes.push_back(s);
   }
-  if (!m.has_example_shapes) m.example_input_shapes.clear();
   for (int32_t t : m.outputs) m.output_info.push_back(describe(t));
 
   // Metadata.

@@ -60,9 +60,8 @@ struct LoadedModel {
   bool has_test_vector = false;
   TestVectorRef test_vector;
   int max_node_inputs = 0, max_node_outputs = 0;
-  // The model inputs' shapes at export (Tensor.example_shape), when every input has one that fits its declared
-  // shape: the session infers every shape from them at load.
-  bool has_example_shapes = false;
+  // The model inputs' shapes at export (Tensor.example_shape), one per input when every input has one that fits
+  // its declared shape (else empty): the session infers every shape from them at load.
   std::vector<Shape> example_input_shapes;
 };
 
