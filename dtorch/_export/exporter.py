@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 
 from .._version import __version__
+from ..catalogue import OPSET
 from ..tensor import Tensor
 from .dynamic import assign_static_dims, merge_traces
 from .errors import ExportError
@@ -23,7 +24,7 @@ from .writer import DTYPE_CODES, ModelSpec, NodeSpec, TensorSpec, build_bytes, c
 
 __all__ = ["ExportResult", "SUPPORTED_OPSETS", "export"]
 
-SUPPORTED_OPSETS = (13,)
+SUPPORTED_OPSETS = (OPSET,)  # the catalogue's
 
 
 @dataclass

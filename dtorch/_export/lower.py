@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-from ..catalogue import CATALOGUE, names
+from ..catalogue import CATALOGUE
 from .errors import ExportError
 from .graph import Graph, Node, Value, constant
 from .tracer import Call, Literal, Trace, where
@@ -24,7 +24,7 @@ __all__ = ["EXPORTABLE_OPS", "HANDLERS", "INT64_MAX", "lower"]
 INT64_MAX = 2**63 - 1
 
 # The operators of the catalogue (dtorch/catalogue, runtime/OPS.md).
-EXPORTABLE_OPS = names()
+EXPORTABLE_OPS = list(CATALOGUE)  # sorted
 # Eager primitives lowered one-to-one to the operator of the same name, with no attributes.
 _BINARY = tuple(op.name for op in CATALOGUE.values() if op.family == "elementwise")
 _UNARY = tuple(op.name for op in CATALOGUE.values() if op.family == "activation" and not op.attrs)

@@ -3,8 +3,9 @@
 Only intermediate tensors are planned (not inputs, outputs or constants); their sizes come from the example
 shapes. Lifetime of a tensor = [index of its producing node, index of its last consuming node] (a tensor that
 nobody reads lives at its producer only). In-place: when node i is a unary elementwise op (INPLACE_UNARY), or
-add/sub/mul/div whose output shape equals its first input's shape (INPLACE_BINARY; both from the catalogue), and its first input is an intermediate
-whose last use is node i, the output shares the input's buffer (the buffer's lifetime is the union).
+add/sub/mul/div whose output shape equals its first input's shape (INPLACE_BINARY; both from the catalogue),
+and its first input is an intermediate whose last use is node i, the output shares the input's buffer (the
+buffer's lifetime is the union).
 Buffers are sorted by size descending (ties: earlier first use first, then lower smallest tensor index) and
 each is placed at the lowest offset, a multiple of 64, that overlaps no already placed buffer whose lifetime
 intersects its own. Arena size = the largest end, rounded up to 64.

@@ -162,8 +162,8 @@ def _parse(buf: bytes, path: str) -> DtmFile:
             types[name] = _ATTR_TYPES[a.Type()]
         node = DtmNode(_s(n.Op()), [idx(int(n.Inputs(k)), f"node {j}", True) for k in range(n.InputsLength())],
                        [idx(int(n.Outputs(k)), f"node {j}") for k in range(n.OutputsLength())], attrs, _s(n.Name()))
-        errs = check_node(node.op, attrs, [None if i < 0 else tensors[i].dtype for i in node.inputs],
-                          [tensors[i].dtype for i in node.outputs], types)
+        errs = check_node(node.op, attrs, types, [None if i < 0 else tensors[i].dtype for i in node.inputs],
+                          [tensors[i].dtype for i in node.outputs])
         if errs:
             raise DtmFormatError(f"{path}: node {j} ({node.op!r} at {node.name or '<top>'}): {errs[0]}; the file "
                                  f"does not follow the opset {OPSET} catalogue (runtime/OPS.md)")

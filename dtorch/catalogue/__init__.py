@@ -33,7 +33,7 @@ from ._schema import (
 )
 
 __all__ = ["ACTIVATION_ATTRS", "ATTR_TYPES", "CATALOGUE", "DTYPES", "FUSED_ACTIVATIONS", "OPSET", "REQUIRED", "Attr",
-           "OpDef", "Operand", "Signature", "attr_errors", "check_node", "get", "names"]
+           "OpDef", "Operand", "Signature", "attr_errors", "check_node"]
 
 #: The opset the catalogue describes (the .dtm `Model.opset` dtorch writes).
 OPSET = 13
@@ -58,36 +58,9 @@ def _collect() -> dict[str, OpDef]:
 CATALOGUE: Mapping[str, OpDef] = _collect()
 
 
-def names() -> list[str]:
-    return list(CATALOGUE)
-
-
-def get(name: str) -> OpDef | None:
-    return CATALOGUE.get(name)
-
-
-def _value_type(v: Any) -> str | None:
-    """The .dtm attribute type a Python value is stored as (as dtorch/_export/writer.py writes it)."""
-    import numpy as np
-
-    if isinstance(v, str):
-        return "string"
-    if isinstance(v, (bool, int, np.integer)):
-        return "int"
-    if isinstance(v, (float, np.floating)):
-        return "float"
-    if isinstance(v, (list, tuple, np.ndarray)):
-        items = list(v)
-        if all(isinstance(x, (int, np.integer)) and not isinstance(x, bool) for x in items):
-            return "ints"
-        if all(isinstance(x, (float, np.floating, int, np.integer)) for x in items):
-            return "floats"
-    return None
-
-
-def attr_errors(op: OpDef, attrs: Mapping[str, Any], types: Mapping[str, str] | None = None) -> list[str]:
-    """What is wrong with a node's attributes against the catalogue (empty when nothing is). `types` gives the
-    stored type of each attribute when known (a file); otherwise it is read from the Python values."""
+def attr_errors(op: OpDef, attrs: Mapping[str, Any], types: Mapping[str, str]) -> list[str]:
+    """What is wrong with a node's attributes against the catalogue (empty when nothing is). `types` gives each
+    attribute's stored .dtm type (ATTR_TYPES)."""
     errs: list[str] = []
     for name, v in attrs.items():
         spec = op.attr(name)
@@ -95,9 +68,9 @@ def attr_errors(op: OpDef, attrs: Mapping[str, Any], types: Mapping[str, str] | 
         if spec is None:
             errs.append(f"attribute '{name}' is not an attribute of {op.name} (allowed: {allowed})")
             continue
-        got = types[name] if types is not None and name in types else _value_type(v)
+        got = types[name]
         if got != spec.type and not (spec.type == "floats" and got == "ints" and len(list(v)) == 0):
-            errs.append(f"attribute '{name}' is {got or type(v).__name__}, but {op.name} takes {spec.type}")
+            errs.append(f"attribute '{name}' is {got}, but {op.name} takes {spec.type}")
             continue
         errs += [f"attribute '{name}' {e}" for e in _value_errors(spec, v)]
     for spec in op.attrs:
@@ -124,8 +97,8 @@ def _value_errors(spec: Attr, v: Any) -> Iterable[str]:
             return
 
 
-def check_node(op_name: str, attrs: Mapping[str, Any], input_dtypes: list[str | None], output_dtypes: list[str],
-               types: Mapping[str, str] | None = None) -> list[str]:
+def check_node(op_name: str, attrs: Mapping[str, Any], types: Mapping[str, str], input_dtypes: list[str | None],
+               output_dtypes: list[str]) -> list[str]:
     """Everything the catalogue says about one node: the operator exists, the arity, the attributes and the
     dtypes (None = an absent optional input). Returns the problems, each one line."""
     op = CATALOGUE.get(op_name)
@@ -137,9 +110,8 @@ def check_node(op_name: str, attrs: Mapping[str, Any], input_dtypes: list[str | 
         errs.append(f"{op.name} takes {op.min_inputs}..{'any' if op.max_inputs < 0 else op.max_inputs} inputs, "
                     f"got {n}")
     for i, d in enumerate(input_dtypes):
-        slot = op.inputs[min(i, len(op.inputs) - 1)] if op.inputs else None
-        if d is None and (slot is None or not slot.optional):
-            errs.append(f"input {i} ({slot.name if slot else '?'}) is required")
+        if d is None and not op.input_slot(i).optional:
+            errs.append(f"input {i} ({op.input_slot(i).name}) is required")
     if len(output_dtypes) != len(op.outputs):
         errs.append(f"{op.name} has {len(op.outputs)} output(s), got {len(output_dtypes)}")
     errs += attr_errors(op, attrs, types)
@@ -151,9 +123,8 @@ def check_node(op_name: str, attrs: Mapping[str, Any], input_dtypes: list[str | 
         return [f"{op.name} has no kernel for {key} inputs (it takes "
                 f"{', '.join(s.key for s in op.signatures)})"]
     for i, d in enumerate(input_dtypes):
-        want = sig.inputs[min(i, len(sig.inputs) - 1)]
-        if d is not None and d != want:
-            errs.append(f"input {i} ({op.inputs[min(i, len(op.inputs) - 1)].name}) is {d}, but {op.name} takes {want}")
+        if d is not None and d != sig.input_dtype(i):
+            errs.append(f"input {i} ({op.input_slot(i).name}) is {d}, but {op.name} takes {sig.input_dtype(i)}")
     for k, d in enumerate(output_dtypes):
         if k < len(sig.outputs) and d != sig.outputs[k]:
             errs.append(f"output {k} is declared {d}, but {op.name}'s kernel writes {sig.outputs[k]}")

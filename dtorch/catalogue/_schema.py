@@ -11,11 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["ACTIVATION_ATTRS", "ATTR_TYPES", "DTYPES", "F32", "FUSED_ACTIVATIONS", "I64", "REQUIRED", "Attr", "OpDef",
-           "Operand", "Signature"]
+__all__ = ["ACTIVATION_ATTRS", "ATTR_TYPES", "DTYPES", "F32", "FUSED_ACTIVATIONS", "I64", "MAX_ATTR_VALUE", "MAX_DIMS",
+           "REQUIRED", "Attr", "OpDef", "Operand", "Signature", "flag"]
 
 #: The .dtm attribute types (runtime/schema/dtm.fbs `AttrType`, same order).
 ATTR_TYPES = ("int", "float", "ints", "floats", "string")
+#: The largest rank of a tensor (runtime/include/dtorch/types.h kMaxDims).
+MAX_DIMS = 8
+#: The largest kernel size, stride, dilation, padding or output size an attribute may hold
+#: (runtime/kernels/common/util.h kMaxAttrValue).
+MAX_ATTR_VALUE = 2**24
 #: The .dtm tensor dtypes (runtime/schema/dtm.fbs `DType`, same order).
 DTYPES = ("float32", "float16", "bfloat16", "float64", "int64", "int32", "int16", "int8", "uint8", "bool")
 
@@ -65,6 +70,11 @@ class Attr:
         return self.length
 
 
+def flag(name: str, default: int, doc: str = "") -> Attr:
+    """A 0/1 int attribute."""
+    return Attr(name, "int", default, choices=(0, 1), doc=doc)
+
+
 @dataclass(frozen=True)
 class Operand:
     """An input or output slot. `optional`: may be absent (-1 in the file). `variadic`: this slot and any number
@@ -92,6 +102,10 @@ class Signature:
     @property
     def key(self) -> str:
         return self.inputs[0]
+
+    def input_dtype(self, i: int) -> str:
+        """The dtype of input slot i (a variadic last slot repeats; core/op_schema.h signature_input)."""
+        return self.inputs[min(i, len(self.inputs) - 1)]
 
 
 F32 = "float32"
@@ -141,6 +155,10 @@ class OpDef:
     @property
     def optional_mask(self) -> int:
         return sum(1 << i for i, o in enumerate(self.inputs) if o.optional)
+
+    def input_slot(self, i: int) -> Operand:
+        """Input slot i (a variadic last slot repeats)."""
+        return self.inputs[min(i, len(self.inputs) - 1)]
 
     def attr(self, name: str) -> Attr | None:
         return next((a for a in self.attrs if a.name == name), None)

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._schema import F32, Attr, OpDef, Operand, Signature
+from ._schema import F32, Attr, OpDef, Operand, Signature, flag
 
 _X = (Operand("x", "any shape"),)
 
@@ -43,7 +43,7 @@ OPS = [
            Attr("beta", "float", 1.0), Attr("threshold", "float", 20.0)),
     _unary("clamp", "x clamped to [min, max] (each bound only when its has_ flag is 1)",
            Attr("min", "float", 0.0), Attr("max", "float", 0.0),
-           Attr("has_min", "int", 0, choices=(0, 1)), Attr("has_max", "int", 0, choices=(0, 1))),
+           flag("has_min", 0), flag("has_max", 0)),
     OpDef("prelu", "x if x > 0 else w[c] * x, c the channel (dim 1); one slope for every channel when w has one "
           "element", (Operand("x", "(N, C, ...) or (N,)"), Operand("w", "(C) or (1)")),
           signatures=(Signature((F32, F32), (F32,)),), inplace="always", family="activation"),

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 from ._schema import ACTIVATION_ATTRS, F32, FUSED_ACTIVATIONS, Attr, OpDef, Operand, Signature
+from ._schema import MAX_ATTR_VALUE as _BIG
 
-_BIG = 2**24  # the largest kernel size, stride, dilation or padding (kernels/common/util.h kMaxAttrValue)
 _SIG3 = (Signature((F32, F32, F32), (F32,)),)
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._schema import ACTIVATION_ATTRS, FUSED_ACTIVATIONS, F32, OpDef, Operand, Signature
+from ._schema import ACTIVATION_ATTRS, F32, FUSED_ACTIVATIONS, OpDef, Operand, Signature
 
 _AB = (Operand("a", "any shape"), Operand("b", "broadcastable with a"))
 _SIG = (Signature((F32, F32), (F32,)),)

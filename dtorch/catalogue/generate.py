@@ -178,10 +178,10 @@ def render_ops_md() -> str:
         attrs = "; ".join(_attr_doc(a) for a in op.attrs) or "-"
         sigs = "; ".join(f"({', '.join(s.inputs)}) -> {', '.join(s.outputs)}" for s in op.signatures)
         inplace = {"none": "-", "always": "yes", "same_shape": "same shape"}[op.inplace]
-        lines.append(f"| {op.name} | {ins} -> {outs}: {op.summary} | {attrs} | {sigs} | {op.shape} | {inplace} "
-                     f"| {', '.join(op.eager) or '-'} |")
+        cells = [op.name, f"{ins} -> {outs}: {op.summary}", attrs, sigs, op.shape, inplace, ", ".join(op.eager) or "-"]
+        lines.append("| " + " | ".join(c.replace("|", "\\|") for c in cells) + " |")  # `|x|` must not split a cell
     lines.append("")
-    return "\n".join(lines).replace("| |", "| - |")
+    return "\n".join(lines)
 
 
 def outputs() -> dict[str, str]:

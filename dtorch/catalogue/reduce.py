@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from ._schema import Attr, OpDef, Operand
-
-_MAXD = 8
+from ._schema import MAX_DIMS as _MAXD
+from ._schema import Attr, OpDef, Operand, flag
 
 
 def _reduce(name: str, summary: str) -> OpDef:
     return OpDef(name, summary, (Operand("x"),),
                  attrs=(Attr("axes", "ints", None, lo=-_MAXD, hi=_MAXD - 1, length=(0, _MAXD),
                              doc="absent = every dimension; an empty list reduces nothing"),
-                        Attr("keepdim", "int", 0, choices=(0, 1))),
+                        flag("keepdim", 0)),
                  shape="the reduced dims removed (kept as 1 with keepdim)", eager=(name,), family="reduce")
 
 

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from ._schema import F32, I64, Attr, OpDef, Operand, Signature
-
-_MAXD = 8  # kMaxDims (runtime/include/dtorch/types.h)
+from ._schema import MAX_DIMS as _MAXD
 
 OPS = [
     OpDef("concat", "concatenation along `axis`", (Operand("x", "one or more tensors", variadic=True),),

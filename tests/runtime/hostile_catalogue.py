@@ -13,7 +13,6 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-import numpy as np
 from dtm_builder import DtmBuilder, RawAttr
 
 from dtorch.catalogue import ATTR_TYPES, CATALOGUE, DTYPES, Attr, OpDef
@@ -72,11 +71,10 @@ def model(op: OpDef, *, attrs: dict[str, object] | None = None, out_dtype: str |
     ins = []
     n_in = len(op.inputs) + (1 if op.max_inputs < 0 else 0)
     for i in range(n_in):
-        slot = op.inputs[min(i, len(op.inputs) - 1)]
-        if slot.optional:
+        if op.input_slot(i).optional:
             ins.append(-1)
             continue
-        dt = (in_dtypes or {}).get(i, sig.inputs[min(i, len(sig.inputs) - 1)])
+        dt = (in_dtypes or {}).get(i, sig.input_dtype(i))
         ins.append(g.input(f"in{i}", _SHAPE if dt.startswith("float") else [2], dt))
     while ins and ins[-1] == -1:
         ins.pop()
@@ -111,7 +109,7 @@ def cases() -> Iterator[Case]:
             if op.inputs[i].optional:
                 continue
             for d in DTYPES:
-                if d != sig.inputs[min(i, len(sig.inputs) - 1)]:
+                if d != sig.input_dtype(i):
                     yield Case(f"{op.name}.in{i}:{d}", model(op, in_dtypes={i: d}), f"is {d}")
         yield Case(f"{op.name}.nul-op-name", model(op, op_name=op.name + "\0evil"), "NUL")
     relu = CATALOGUE["relu"]
@@ -131,4 +129,3 @@ def unused_int8_intermediate() -> bytes:
 
 if __name__ == "__main__":  # pragma: no cover - a look at the generator's output
     print(sum(1 for _ in cases()), "cases")
-    _ = np

@@ -6,9 +6,10 @@ from __future__ import annotations
 import numpy as np
 import pytest
 from dtm_builder import DtmBuilder
-from .helpers import assert_close, rand, run
 
 import dtorch.runtime as rt
+
+from .helpers import assert_close, rand, run
 
 torch = pytest.importorskip("torch")
 
