@@ -1,7 +1,7 @@
 """`Tensor`: a NumPy array with autograd bookkeeping and the PyTorch method surface.
 
 The array lives in `_data`; `.data` gives a detached Tensor sharing it, as in PyTorch. Every
-differentiable method composes primitives from `dtorch.ops` (see the `dtorch/_functions/` package).
+differentiable method composes primitives from `dtorch._prims` (see the `dtorch/_functions/` package).
 In-place ops write into the tensor's buffer; under autograd they rebind the tensor to the new graph
 node (and rebase the base of a view onto a `copy_slices` node), see `Tensor._inplace`.
 """
@@ -331,7 +331,7 @@ class Tensor:
         d = _dt.as_dtype(dtype)
         if d.np == self._data.dtype:
             return self
-        from .ops.elementwise import Cast
+        from ._prims.pointwise import Cast
 
         return Cast.apply(self, dtype=d.np)
 
@@ -437,7 +437,7 @@ class Tensor:
             if root._ctx is None and root._rg:
                 raise RuntimeError("a view of a leaf Variable that requires grad is being used in an in-place "
                                    "operation; do it under `with dtorch.no_grad():` or clone() first")
-            from .ops.shape import CopySlices
+            from ._prims.shape import CopySlices
 
             _protect_saved(result._ctx, self._data)
             np.copyto(self._data, result._data, casting="unsafe")  # every view of the base sees the values
@@ -464,7 +464,7 @@ class Tensor:
 
     def _view_chain(self) -> tuple[Tensor, tuple[tuple[type, dict[str, Any]], ...]]:
         """The tensor this one is a view of (through recorded view ops), and the ops from it to this one."""
-        from .ops.shape import is_view_node
+        from ._prims.shape import is_view_node
 
         steps: list[tuple[type, dict[str, Any]]] = []
         cur = self
@@ -499,7 +499,7 @@ class Tensor:
 
                 return self._inplace(expand(value.type(self.dtype), self._data.shape))
             value = value.item()
-        from .ops.elementwise import cast
+        from ._prims.pointwise import cast
 
         return self._constant_inplace(cast(value, self._data.dtype))
 

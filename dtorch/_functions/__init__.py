@@ -1,6 +1,6 @@
 """The functional tensor API (`dt.add`, `dt.matmul`, `dt.cat`, ...) and the Tensor methods built on it.
 
-Everything here composes primitives from `dtorch.ops`: dtype promotion, argument checking and
+Everything here composes primitives from `dtorch._prims`: dtype promotion, argument checking and
 PyTorch's argument conventions live here; gradients live in the primitives. The API is split by
 kind (`pointwise`, `reduce`, `shape`, `index`); every name is re-exported from this package, so
 `from dtorch._functions import X` and `from dtorch import _functions as F; F.X` work for all of them.

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..ops import elementwise as E
+from .._prims import pointwise as E
 from ..tensor import Size, Tensor
 
 # --------------------------------------------------------------------------- helpers

@@ -7,7 +7,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..ops import reduce as R
+from .._prims import reduce as R
 from ..tensor import Tensor, _norm_dim
 from ._common import _reduce_input, _ValuesIndices
 from .index import gather

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from .. import dtypes as _dt
-from ..ops import shape as S
+from .._prims import shape as S
 from ..tensor import Tensor, _norm_dim
 from ._common import _infer_shape, _shape_arg
 from .index import select

@@ -13,9 +13,9 @@ import numpy as np
 from scipy.special import erf
 
 from dtorch._export.reader import DtmFile
-from dtorch.nn.ops.conv import Conv2d, ConvTranspose2d
-from dtorch.nn.ops.pooling import AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, MaxPool2d
-from dtorch.nn.ops.upsample import UpsampleBilinear2d, UpsampleNearest2d
+from dtorch._prims.conv import Conv2d, ConvTranspose2d
+from dtorch._prims.pooling import AdaptiveAvgPool2d, AdaptiveMaxPool2d, AvgPool2d, MaxPool2d
+from dtorch._prims.upsampling import UpsampleBilinear2d, UpsampleNearest2d
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:

@@ -95,7 +95,7 @@ def test_conv2d_matches_torch(case: tuple, how: str) -> None:
 @pytest.mark.parametrize("case", [CONV2D_CASES[0], CONV2D_CASES[2], CONV2D_CASES[4], CONV2D_CASES[8]])
 def test_conv2d_both_column_layouts(case: tuple, batch_last: bool, monkeypatch: pytest.MonkeyPatch) -> None:
     """Both column layouts (the cost model picks one per call) give torch's results."""
-    from dtorch.nn.ops import conv as C
+    from dtorch._prims import conv as C
 
     monkeypatch.setattr(C, "_batch_last_is_cheaper", lambda *a: batch_last)
     test_conv2d_matches_torch(case, "strided")
@@ -103,7 +103,7 @@ def test_conv2d_both_column_layouts(case: tuple, batch_last: bool, monkeypatch: 
 
 def test_scratch_buffers_are_reused_and_never_shared() -> None:
     """Temporaries come back to the pool; outputs and saved columns are never handed out twice."""
-    from dtorch.nn.ops import conv as C
+    from dtorch._prims import conv as C
 
     x = dt.randn(8, 4, 9, 9, requires_grad=True)
     w = dt.randn(6, 4, 3, 3, requires_grad=True)

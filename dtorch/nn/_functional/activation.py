@@ -9,10 +9,9 @@ import numpy as np
 
 from ... import _functions as _F
 from ... import dtypes as _dt
+from ..._prims import activation as A
 from ...amp.autocast_mode import autocast_args
 from ...tensor import Tensor, _norm_dim
-from ..ops import activation as A
-from ..ops import softmax as S
 
 __all__ = [
     "celu",
@@ -197,15 +196,15 @@ def _softmax_like(cls: Any, x: Any, dim: int | None, dtype: Any, name: str) -> T
 
 
 def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
-    return _softmax_like(S.Softmax, input, dim, dtype, "softmax")
+    return _softmax_like(A.Softmax, input, dim, dtype, "softmax")
 
 
 def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
                 dtype: Any = None) -> Tensor:
-    return _softmax_like(S.LogSoftmax, input, dim, dtype, "log_softmax")
+    return _softmax_like(A.LogSoftmax, input, dim, dtype, "log_softmax")
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
     if dtype is not None:
         input = input.type(_dt.as_dtype(dtype))
-    return _softmax_like(S.Softmax, _F.neg(input), dim, None, "softmin")
+    return _softmax_like(A.Softmax, _F.neg(input), dim, None, "softmin")

@@ -1,7 +1,7 @@
 """Functional convolutions: `conv2d`, `conv1d`, `conv_transpose2d`, `conv_transpose1d`.
 
 Argument checking, PyTorch's argument conventions, autocast and "same"/"valid" padding live here;
-the arithmetic and the gradients live in the primitives of `dtorch/nn/ops/conv.py`. conv1d runs as a
+the arithmetic and the gradients live in the primitives of `dtorch/_prims/conv.py`. conv1d runs as a
 conv2d over a height-1 image.
 """
 
@@ -12,8 +12,8 @@ from typing import Any
 import numpy as np
 
 from ... import _functions as F
+from ..._prims import conv as C
 from ...tensor import Tensor
-from ..ops import conv as C
 
 __all__ = ["conv1d", "conv2d", "conv_transpose1d", "conv_transpose2d"]
 

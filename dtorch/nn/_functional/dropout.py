@@ -5,9 +5,9 @@ from __future__ import annotations
 import warnings
 from typing import Any
 
+from ..._prims.dropout import Dropout
 from ...random import rng
 from ...tensor import Tensor
-from ..ops.dropout import Dropout
 
 __all__ = ["dropout", "dropout1d", "dropout2d", "dropout3d"]
 

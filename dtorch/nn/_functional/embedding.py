@@ -6,8 +6,8 @@ from typing import Any
 
 import numpy as np
 
+from ..._prims import sparse as E
 from ...tensor import Tensor
-from ..ops import embedding as E
 
 __all__ = ["embedding", "one_hot"]
 

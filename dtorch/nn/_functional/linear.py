@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from ... import _functions as _F
+from ..._prims.linear import Linear
 from ...amp.autocast_mode import autocast_args
 from ...tensor import Tensor
-from ..ops.linear import Linear
 
 __all__ = ["bilinear", "linear"]
 

@@ -12,9 +12,9 @@ from typing import Any
 import numpy as np
 
 from ... import dtypes as _dt
+from ..._prims import loss as L
 from ...amp.autocast_mode import autocast_args
 from ...tensor import Tensor
-from ..ops import loss as L
 
 __all__ = ["binary_cross_entropy", "binary_cross_entropy_with_logits", "cross_entropy", "huber_loss", "l1_loss",
            "mse_loss", "nll_loss", "smooth_l1_loss"]

@@ -11,9 +11,9 @@ from typing import Any
 import numpy as np
 
 from ... import _functions as _F
+from ..._prims.normalization import BatchNorm, GroupNorm, LayerNorm
 from ...amp.autocast_mode import autocast_args
 from ...tensor import Tensor
-from ..ops.normalization import BatchNorm, GroupNorm, LayerNorm
 
 __all__ = ["batch_norm", "group_norm", "layer_norm", "normalize", "rms_norm"]
 

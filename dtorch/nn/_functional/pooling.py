@@ -1,7 +1,7 @@
 """Functional pooling: max/avg/adaptive pooling in 2-D, and their 1-D forms (run as 2-D over height 1).
 
 Argument checking and PyTorch's argument conventions live here; the arithmetic and the gradients live
-in the primitives of `dtorch/nn/ops/pooling.py`.
+in the primitives of `dtorch/_prims/pooling.py`.
 """
 
 from __future__ import annotations
@@ -11,8 +11,8 @@ from typing import Any
 import numpy as np
 
 from ... import _functions as F
+from ..._prims import pooling as P
 from ...tensor import Tensor
-from ..ops import pooling as P
 
 __all__ = ["adaptive_avg_pool1d", "adaptive_avg_pool2d", "adaptive_max_pool1d", "adaptive_max_pool2d",
            "avg_pool1d", "avg_pool2d", "max_pool1d", "max_pool2d"]

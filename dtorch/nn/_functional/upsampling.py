@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 
 from ... import _functions as F
+from ..._prims import upsampling as U
 from ...tensor import Tensor
-from ..ops import upsample as U
 
 __all__ = ["interpolate", "upsample", "upsample_bilinear", "upsample_nearest"]
 

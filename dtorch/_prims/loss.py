@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ...autograd.function import Function, unbroadcast
-from ...ops.elementwise import _wide
+from ..autograd.function import Function, unbroadcast
+from .pointwise import wide
 
 __all__ = [
     "BinaryCrossEntropy",
@@ -80,7 +80,7 @@ class _ClassIndexLoss(Function):
             raise IndexError(f"Target {int(t[bad][0])} is out of bounds: class-index targets must be in [0, {c}) "
                              f"(or equal ignore_index={ignore_index})")
         tt = np.where(valid, t, 0)
-        wt = (_wide(weight)[tt] if weight is not None else np.ones(t.shape, dtype)).astype(dtype, copy=False)
+        wt = (wide(weight)[tt] if weight is not None else np.ones(t.shape, dtype)).astype(dtype, copy=False)
         wt = wt * valid
         return tt, valid, wt
 
@@ -96,15 +96,15 @@ class CrossEntropy(_ClassIndexLoss):
         self.mask = (True, True, weight is not None)
         self.in_shape, self.reduction, self.eps, self.probs = x.shape, reduction, label_smoothing, probs
         c = x.shape[0] if x.ndim == 1 else x.shape[1]
-        x2 = _rows(_wide(x))
+        x2 = _rows(wide(x))
         z = x2 - (np.max(x2, axis=1, keepdims=True) if x2.size else 0)
         e = np.exp(z)
         s = e.sum(axis=1)
         lse = np.log(s)
-        w = None if weight is None else _wide(weight).astype(z.dtype, copy=False)
+        w = None if weight is None else wide(weight).astype(z.dtype, copy=False)
         eps = label_smoothing
         if probs:
-            t2 = _rows(_wide(target)).astype(z.dtype, copy=False)
+            t2 = _rows(wide(target)).astype(z.dtype, copy=False)
             if eps:
                 t2 = t2 * (1.0 - eps) + eps / c
             logp = z
@@ -130,7 +130,7 @@ class CrossEntropy(_ClassIndexLoss):
         return out.astype(x.dtype, copy=False)
 
     def backward(self, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
-        r = np.asarray(_grad_scale(_wide(grad), self.reduction, self.denom, not self.probs)).reshape(-1)
+        r = np.asarray(_grad_scale(wide(grad), self.reduction, self.denom, not self.probs)).reshape(-1)
         eps = self.eps
         gx = gt = None
         if self.probs:
@@ -169,7 +169,7 @@ class NllLoss(_ClassIndexLoss):
         self.mask = (True, True, weight is not None)
         self.in_shape, self.reduction = x.shape, reduction
         c = x.shape[0] if x.ndim == 1 else x.shape[1]
-        x2 = _rows(_wide(x))
+        x2 = _rows(wide(x))
         tt, _valid, wt = self._targets(target, c, ignore_index, weight, x2.dtype)
         loss = -x2[np.arange(x2.shape[0]), tt] * wt
         self.denom = wt.sum()
@@ -179,7 +179,7 @@ class NllLoss(_ClassIndexLoss):
 
     def backward(self, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
         tt, wt, shape2 = self.saved
-        r = np.asarray(_grad_scale(_wide(grad), self.reduction, self.denom, True)).reshape(-1)
+        r = np.asarray(_grad_scale(wide(grad), self.reduction, self.denom, True)).reshape(-1)
         gx2 = np.zeros(shape2, dtype=r.dtype)
         gx2[np.arange(shape2[0]), tt] = -(r * wt)
         gx = _unrows(gx2, self.in_shape).astype(grad.dtype, copy=False)
@@ -190,7 +190,7 @@ class _Pointwise(Function):
     """A loss of the broadcast difference d = input - target, reduced; both inputs get gradients."""
 
     def forward(self, x: np.ndarray, target: np.ndarray, reduction: str = "mean", **attrs: Any) -> np.ndarray:
-        xw, tw = _wide(x), _wide(target)
+        xw, tw = wide(x), wide(target)
         d = np.subtract(xw, tw)
         self.shapes, self.reduction, self.kw = (x.shape, target.shape), reduction, attrs
         self.save(d)
@@ -198,7 +198,7 @@ class _Pointwise(Function):
 
     def backward(self, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
         (d,) = self.saved
-        gd = self.df(d, **self.kw) * _grad_scale(_wide(grad), self.reduction, d.size)
+        gd = self.df(d, **self.kw) * _grad_scale(wide(grad), self.reduction, d.size)
         gx = unbroadcast(gd, self.shapes[0]).astype(grad.dtype, copy=False) if self.needs_input_grad[0] else None
         gt = None
         if len(self.needs_input_grad) > 1 and self.needs_input_grad[1]:
@@ -263,7 +263,7 @@ class HuberLoss(_Pointwise):
 
 
 def _bcast(w: np.ndarray | None, shape: tuple[int, ...], dtype: Any) -> Any:
-    return 1.0 if w is None else np.broadcast_to(_wide(w).astype(dtype, copy=False), shape)
+    return 1.0 if w is None else np.broadcast_to(wide(w).astype(dtype, copy=False), shape)
 
 
 class BinaryCrossEntropy(Function):
@@ -274,7 +274,7 @@ class BinaryCrossEntropy(Function):
     def forward(self, x: np.ndarray, target: np.ndarray, weight: np.ndarray | None = None,
                 reduction: str = "mean") -> np.ndarray:
         self.mask = (True, True, weight is not None)
-        xw, tw = _wide(x), _wide(target)
+        xw, tw = wide(x), wide(target)
         with np.errstate(divide="ignore"):
             lx = np.maximum(np.log(xw), -100.0)
             l1x = np.maximum(np.log1p(-xw), -100.0)
@@ -286,7 +286,7 @@ class BinaryCrossEntropy(Function):
 
     def backward(self, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
         xw, tw, w = self.saved
-        r = _grad_scale(_wide(grad), self.reduction, xw.size) * w
+        r = _grad_scale(wide(grad), self.reduction, xw.size) * w
         gx = gt = None
         if self.needs_input_grad[0]:
             gx = (r * (xw - tw) / np.maximum((1.0 - xw) * xw, 1e-12)).astype(grad.dtype, copy=False)
@@ -305,7 +305,7 @@ class BinaryCrossEntropyWithLogits(Function):
     def forward(self, x: np.ndarray, target: np.ndarray, weight: np.ndarray | None = None,
                 pos_weight: np.ndarray | None = None, reduction: str = "mean") -> np.ndarray:
         self.mask = (True, True, weight is not None, pos_weight is not None)
-        xw, tw = _wide(x), _wide(target)
+        xw, tw = wide(x), wide(target)
         sp = np.logaddexp(-xw, 0.0)  # softplus(-x) = log(1 + exp(-x))
         if pos_weight is None:
             lw: Any = 1.0
@@ -321,7 +321,7 @@ class BinaryCrossEntropyWithLogits(Function):
 
     def backward(self, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
         xw, tw, sp, lw, pw, w = self.saved
-        r = _grad_scale(_wide(grad), self.reduction, xw.size) * w
+        r = _grad_scale(wide(grad), self.reduction, xw.size) * w
         gx = gt = None
         if self.needs_input_grad[0]:
             sig_neg = np.exp(-sp)  # sigmoid(x) = exp(-softplus(-x)); 1 - sigmoid(x) = sigmoid(-x)

@@ -29,15 +29,11 @@ from typing import Any
 import numpy as np
 from numpy.lib.stride_tricks import as_strided
 
-from ...autograd.function import Function
+from ..autograd.function import Function
+from .pointwise import wide
 
 # bytes of source per block in the cache-blocked NCHW <-> batch-last transposes
 _BLOCK_BYTES = 1 << 15
-
-
-def wide(x: np.ndarray) -> np.ndarray:
-    """float16/bfloat16 arrays as float32 (the compute type); other arrays unchanged."""
-    return x.astype(np.float32) if x.dtype == np.float16 or x.dtype.name == "bfloat16" else x
 
 
 class _Scratch:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...autograd.function import Function
-from ...ops.elementwise import _wide
+from ..autograd.function import Function
+from .pointwise import wide
 
 __all__ = ["Linear"]
 
@@ -25,10 +25,10 @@ class Linear(Function):
         lead = x.shape[:-1]
         x2 = x.reshape(-1, x.shape[-1])
         low = _low(x)
-        xw, ww = (_wide(x2), _wide(weight)) if low else (x2, weight)
+        xw, ww = (wide(x2), wide(weight)) if low else (x2, weight)
         out = xw @ ww.T
         if bias is not None:
-            out += _wide(bias) if low else bias
+            out += wide(bias) if low else bias
         self.save(x2, weight)
         self.in_shape = x.shape
         return out.reshape(lead + (weight.shape[0],)).astype(x.dtype, copy=False)
@@ -38,7 +38,7 @@ class Linear(Function):
         g2 = grad.reshape(-1, weight.shape[0])
         low = _low(grad)
         if low:
-            g2, x2, weight = _wide(g2), _wide(x2), _wide(weight)
+            g2, x2, weight = wide(g2), wide(x2), wide(weight)
         gx = gw = gb = None
         need = self.needs_input_grad
         if need[0]:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...autograd.function import Function
+from ..autograd.function import Function
 
 
 class Embedding(Function):

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...autograd.function import Function
-from .conv import wide
+from ..autograd.function import Function
+from .pointwise import wide
 
 
 def _scale(in_size: int, out_size: int, scale: float | None, dtype: type) -> np.floating:

@@ -1,7 +1,8 @@
-"""Activation primitives: gelu, silu, hardswish, hardsigmoid, leaky_relu, hardtanh (relu6), elu, softplus, mish.
+"""Activation primitives: gelu, silu, hardswish, hardsigmoid, leaky_relu, hardtanh (relu6), elu, softplus, mish,
+and softmax/log_softmax along one dim (numerically stable: the row maximum is subtracted before exp).
 
 Each is one `Function` whose `name` is the operator's kernel name. float16/bfloat16 inputs are computed in
-float32 and rounded once. `relu`, `sigmoid` and `tanh` are core primitives (dtorch/ops/elementwise.py).
+float32 and rounded once. `relu`, `sigmoid` and `tanh` are core primitives (dtorch/_prims/pointwise.py).
 """
 
 from __future__ import annotations
@@ -10,10 +11,11 @@ import math
 
 import numpy as np
 
-from ...autograd.function import Function
-from ...ops.elementwise import _wide
+from ..autograd.function import Function
+from .pointwise import wide
 
-__all__ = ["Elu", "Gelu", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyRelu", "Mish", "Silu", "Softplus"]
+__all__ = ["Elu", "Gelu", "Hardsigmoid", "Hardswish", "Hardtanh", "LeakyRelu", "LogSoftmax", "Mish", "Silu", "Softmax",
+           "Softplus"]
 
 _SQRT_2_OVER_PI = math.sqrt(2.0 / math.pi)
 _INV_SQRT_2 = 1.0 / math.sqrt(2.0)
@@ -32,13 +34,13 @@ class _Act(Function):
 
     def forward(self, x: np.ndarray, **attrs: object) -> np.ndarray:
         self.save(x)
-        w = _wide(x).reshape(x.shape or (1,))  # 0-d works as 1-element, so ufunc `out=` always gets an array
+        w = wide(x).reshape(x.shape or (1,))  # 0-d works as 1-element, so ufunc `out=` always gets an array
         return self.f(w, **attrs).reshape(x.shape).astype(x.dtype, copy=False)
 
     def backward(self, grad: np.ndarray) -> np.ndarray:
         (x,) = self.saved
         shape = x.shape or (1,)
-        g = self.df(_wide(grad).reshape(shape), _wide(x).reshape(shape), **self.attrs)
+        g = self.df(wide(grad).reshape(shape), wide(x).reshape(shape), **self.attrs)
         return g.reshape(x.shape).astype(grad.dtype, copy=False)
 
     def f(self, w: np.ndarray, **attrs: object) -> np.ndarray:  # pragma: no cover - abstract
@@ -200,3 +202,55 @@ class Mish(_Act):
     def df(self, g: np.ndarray, w: np.ndarray) -> np.ndarray:  # type: ignore[override]
         t = np.tanh(np.logaddexp(w, 0.0))
         return g * (t + w * _sigmoid(w) * (1.0 - t * t))
+
+
+def _shifted(w: np.ndarray, dim: int) -> np.ndarray:
+    """w - max(w, dim) as a new array; rows that are all -inf stay -inf-free (shift by 0)."""
+    if w.shape[dim] == 0:
+        return w.copy()
+    m = np.max(w, axis=dim, keepdims=True)
+    if not np.isfinite(m).all():
+        m = np.where(np.isfinite(m), m, 0)
+    return np.subtract(w, m)
+
+
+class Softmax(Function):
+    name = "softmax"
+
+    def forward(self, x: np.ndarray, dim: int) -> np.ndarray:
+        z = _shifted(wide(x), dim)
+        e = np.exp(z, out=z)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            e /= np.sum(e, axis=dim, keepdims=True)
+        out = e.astype(x.dtype, copy=False)
+        self.save(e)
+        self.dim = dim
+        return out
+
+    def backward(self, grad: np.ndarray) -> np.ndarray:
+        (y,) = self.saved
+        g = wide(grad)
+        gy = g * y
+        gy -= y * np.sum(gy, axis=self.dim, keepdims=True)
+        return gy.astype(grad.dtype, copy=False)
+
+
+class LogSoftmax(Function):
+    name = "log_softmax"
+
+    def forward(self, x: np.ndarray, dim: int) -> np.ndarray:
+        z = _shifted(wide(x), dim)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            lse = np.log(np.sum(np.exp(z), axis=dim, keepdims=True))
+            z -= lse
+        self.save(z)
+        self.dim = dim
+        return z.astype(x.dtype, copy=False)
+
+    def backward(self, grad: np.ndarray) -> np.ndarray:
+        (y,) = self.saved
+        g = wide(grad)
+        gx = np.exp(y)
+        gx *= -np.sum(g, axis=self.dim, keepdims=True)
+        gx += g
+        return gx.astype(grad.dtype, copy=False)

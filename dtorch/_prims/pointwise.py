@@ -11,7 +11,7 @@ from ..autograd.function import Function, unbroadcast
 from ..dtypes import BF16_NP, LOW_FLOAT_NP
 
 
-def _wide(x: np.ndarray) -> np.ndarray:
+def wide(x: np.ndarray) -> np.ndarray:
     """Reduced-precision floats are computed in float32 and rounded once, as PyTorch's CPU kernels do."""
     return x.astype(np.float32) if x.dtype in LOW_FLOAT_NP else x
 
@@ -255,13 +255,13 @@ def _unary(op_name: str, f: Any, df: Any) -> type[Function]:
 
 
 def _sigmoid(x: np.ndarray) -> np.ndarray:
-    w = _wide(x)
+    w = wide(x)
     with np.errstate(over="ignore"):
         return (1.0 / (1.0 + np.exp(-w))).astype(x.dtype, copy=False)
 
 
 def _keep(f: Any) -> Any:
-    return lambda x: f(_wide(x)).astype(x.dtype, copy=False)
+    return lambda x: f(wide(x)).astype(x.dtype, copy=False)
 
 
 Neg = _unary("neg", np.negative, lambda g, x, o: -g)
@@ -397,7 +397,7 @@ class Erf(Function):
         from scipy.special import erf
 
         self.save(x)
-        return erf(_wide(x)).astype(x.dtype, copy=False)
+        return erf(wide(x)).astype(x.dtype, copy=False)
 
     def backward(self, g: np.ndarray) -> np.ndarray:
         (x,) = self.saved

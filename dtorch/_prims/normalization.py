@@ -12,8 +12,8 @@ from typing import Any
 
 import numpy as np
 
-from ...autograd.function import Function
-from ...ops.elementwise import _wide
+from ..autograd.function import Function
+from .pointwise import wide
 
 __all__ = ["BatchNorm", "GroupNorm", "LayerNorm"]
 
@@ -45,19 +45,19 @@ class BatchNorm(Function):
                 momentum: float = 0.1, eps: float = 1e-5) -> np.ndarray:
         self.mask = (True, weight is not None, bias is not None, running_mean is not None, running_var is not None)
         n, c = x.shape[0], x.shape[1]
-        x3 = _wide(x).reshape(n, c, _prod(x.shape[2:]))
+        x3 = wide(x).reshape(n, c, _prod(x.shape[2:]))
         m = x3.shape[0] * x3.shape[2]
         self.in_shape, self.m, self.training = x.shape, m, training
-        w = None if weight is None else _wide(weight)
+        w = None if weight is None else wide(weight)
         self.weight = w
         if not training:
-            mean = _wide(running_mean) if running_mean is not None else np.zeros(c, x3.dtype)
-            var = _wide(running_var) if running_var is not None else np.ones(c, x3.dtype)
+            mean = wide(running_mean) if running_mean is not None else np.zeros(c, x3.dtype)
+            var = wide(running_var) if running_var is not None else np.ones(c, x3.dtype)
             invstd = 1.0 / np.sqrt(var.astype(x3.dtype) + eps)
             scale = invstd if w is None else w * invstd
             shift = -mean * scale
             if bias is not None:
-                shift += _wide(bias)
+                shift += wide(bias)
             y = x3 * scale[:, None].astype(x3.dtype, copy=False)
             y += shift[:, None]
             self.save(x3, mean.astype(x3.dtype), invstd)
@@ -70,24 +70,24 @@ class BatchNorm(Function):
         var = np.einsum("ncl,ncl->c", xc, xc) / m
         invstd = 1.0 / np.sqrt(var + eps)
         if running_mean is not None:
-            new = (1.0 - momentum) * _wide(running_mean) + momentum * mean
+            new = (1.0 - momentum) * wide(running_mean) + momentum * mean
             np.copyto(running_mean, new, casting="unsafe")
         if running_var is not None:
             unbiased = var * (m / (m - 1)) if m > 1 else np.full_like(var, np.nan)
-            new = (1.0 - momentum) * _wide(running_var) + momentum * unbiased
+            new = (1.0 - momentum) * wide(running_var) + momentum * unbiased
             np.copyto(running_var, new, casting="unsafe")
         # the centered input is saved (xhat = xc * invstd is never materialized: one pass fewer)
         self.save(xc, None, invstd)
         k = invstd if w is None else w * invstd
         y = xc * k[:, None].astype(xc.dtype, copy=False)
         if bias is not None:
-            y += _wide(bias)[:, None]
+            y += wide(bias)[:, None]
         return y.reshape(x.shape).astype(x.dtype, copy=False)
 
     def backward(self, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
         saved, mean, invstd = self.saved
         n, c = self.in_shape[0], self.in_shape[1]
-        g3 = _wide(grad).reshape(n, c, _prod(self.in_shape[2:]))
+        g3 = wide(grad).reshape(n, c, _prod(self.in_shape[2:]))
         it = iter(self.needs_input_grad)
         need_x = next(it)
         need_w = self.mask[1] and next(it)
@@ -135,7 +135,7 @@ class LayerNorm(Function):
         self.wshape = None if weight is None else weight.shape
         self.bshape = None if bias is None else bias.shape
         d = _prod(x.shape[x.ndim - ndim:])
-        x2 = _wide(x).reshape(_prod(x.shape[:x.ndim - ndim]), d)
+        x2 = wide(x).reshape(_prod(x.shape[:x.ndim - ndim]), d)
         self.in_shape, self.d = x.shape, d
         if x2.size == 0:
             self.save(x2, np.zeros((x2.shape[0], 1), x2.dtype), None)
@@ -145,16 +145,16 @@ class LayerNorm(Function):
         var = np.einsum("md,md->m", xhat, xhat)[:, None] / d
         invstd = 1.0 / np.sqrt(var + eps)
         xhat *= invstd
-        w = None if weight is None else _wide(weight).reshape(-1)
+        w = None if weight is None else wide(weight).reshape(-1)
         y = xhat.copy() if w is None else xhat * w
         if bias is not None:
-            y += _wide(bias).reshape(-1)
+            y += wide(bias).reshape(-1)
         self.save(xhat, invstd, w)
         return y.reshape(x.shape).astype(x.dtype, copy=False)
 
     def backward(self, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
         xhat, invstd, w = self.saved
-        g2 = _wide(grad).reshape(xhat.shape)
+        g2 = wide(grad).reshape(xhat.shape)
         it = iter(self.needs_input_grad)
         need_x = next(it)
         need_w = self.mask[1] and next(it)
@@ -190,7 +190,7 @@ class GroupNorm(Function):
         self.mask = (True, weight is not None, bias is not None)
         n, c = x.shape[0], x.shape[1]
         g = num_groups
-        x4 = _wide(x).reshape(n, g, c // g, _prod(x.shape[2:]))
+        x4 = wide(x).reshape(n, g, c // g, _prod(x.shape[2:]))
         k = x4.shape[2] * x4.shape[3]
         self.in_shape, self.k = x.shape, k
         if x4.size == 0:
@@ -201,16 +201,16 @@ class GroupNorm(Function):
         var = np.einsum("ngcl,ngcl->ng", xhat, xhat)[:, :, None, None] / k
         invstd = 1.0 / np.sqrt(var + eps)
         xhat *= invstd
-        w = None if weight is None else _wide(weight).reshape(g, c // g, 1)
+        w = None if weight is None else wide(weight).reshape(g, c // g, 1)
         y = xhat.copy() if w is None else xhat * w
         if bias is not None:
-            y += _wide(bias).reshape(g, c // g, 1)
+            y += wide(bias).reshape(g, c // g, 1)
         self.save(xhat, invstd, w)
         return y.reshape(x.shape).astype(x.dtype, copy=False)
 
     def backward(self, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
         xhat, invstd, w = self.saved
-        g4 = _wide(grad).reshape(xhat.shape)
+        g4 = wide(grad).reshape(xhat.shape)
         it = iter(self.needs_input_grad)
         need_x = next(it)
         need_w = self.mask[1] and next(it)

@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from ...autograd.function import Function
-from .conv import wide
+from ..autograd.function import Function
+from .pointwise import wide
 
 
 def pool_out_size(size: int, k: int, s: int, p: int, d: int, ceil_mode: bool) -> int:

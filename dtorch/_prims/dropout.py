@@ -6,7 +6,7 @@ from typing import Any
 
 import numpy as np
 
-from ...autograd.function import Function
+from ..autograd.function import Function
 
 __all__ = ["Dropout"]
 

@@ -1,1 +1,0 @@
-"""Differentiable primitives of the nn layers (conv, pooling, normalization, losses ...)."""
