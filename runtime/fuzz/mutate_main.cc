@@ -4,12 +4,16 @@
 //   fuzz-smoke [--iterations N] [--seed S] [--max-seconds T] [--timeout T] [--crash-dir DIR] SEED.dtm...
 //   fuzz-smoke --replay FILE...            feed files as they are (reproducers) and print each outcome
 //   fuzz-smoke --only I --seed S SEED...   run only iteration I (what a failed run printed)
+//   fuzz-smoke --verbose ...               print every iteration's mutation and outcome (triage)
+//   fuzz-smoke --keep ...                  also save every input in --crash-dir as crash-sS-iI.dtm (with --only: a
+//                                          reproducer of an input that is handled wrongly without crashing)
 //   fuzz-smoke --fork ...                  run each input in a child process and keep going after a crash
 //                                          (triage: saves every crashing input, exits 3 if there was one)
 //
 // Each iteration picks a seed file and mutates it (mutator.h; iteration I of seed S always gives the same
 // bytes), then feeds it to fuzz_one() (fuzz_one.h), the function behind the libFuzzer target. Every outcome
-// is counted: loaded and ran, or rejected at load / at run with each StatusCode. Every seed must itself load
+// is counted: loaded and ran, or rejected at load / at run with each StatusCode, in all and for each mutation
+// kind (a second summary line, "by kind (refused/ran): dtype=140/2 ..."). Every seed must itself load
 // and run. A sanitizer report, a crash or an input that runs longer than --timeout seconds writes the input
 // to --crash-dir (default: the current directory) and exits non-zero.
 //
@@ -53,7 +57,7 @@ extern "C" const char* __ubsan_default_options() { return "print_stacktrace=1:ha
 namespace {
 
 const char kUsage[] =
-    "usage: fuzz-smoke [--iterations N] [--seed S] [--max-seconds T] [--timeout T] [--crash-dir DIR] [--only I] [--fork] "
+    "usage: fuzz-smoke [--iterations N] [--seed S] [--max-seconds T] [--timeout T] [--crash-dir DIR] [--only I] [--fork] [--verbose] [--keep] "
     "SEED.dtm... | fuzz-smoke --replay FILE...";
 
 // The input being run, for the crash handlers (written with async-signal-safe calls only).
@@ -132,13 +136,27 @@ constexpr int kNumCodes = static_cast<int>(StatusCode::kInternal) + 1;
 struct Counts {
   uint64_t total = 0, ran = 0, too_large = 0, crashes = 0;
   uint64_t at_load[kNumCodes] = {}, at_run[kNumCodes] = {};
+  uint64_t kind_refused[64] = {}, kind_ran[64] = {};  // per mutation kind (mutator.h), inputs it took part in
 
-  void add(const Outcome& o) {
+  void add(const Outcome& o, uint64_t kinds) {
     ++total;
     if (o.stage == Stage::kRan) ++ran;
     if (o.stage == Stage::kInputsTooLarge) ++too_large;
     if (o.stage == Stage::kRejectedAtLoad) ++at_load[static_cast<int>(o.code)];
     if (o.stage == Stage::kRejectedAtRun) ++at_run[static_cast<int>(o.code)];
+    for (int k = 0; k < dtorch::fuzz::num_kinds(); ++k) {
+      if (!(kinds >> k & 1)) continue;
+      if (o.stage == Stage::kRan) ++kind_ran[k];
+      if (o.stage == Stage::kRejectedAtLoad || o.stage == Stage::kRejectedAtRun) ++kind_refused[k];
+    }
+  }
+  // "truncate=812/3 ... dtype=140/2 ...": refused/ran for each kind.
+  std::string by_kind() const {
+    std::string s;
+    for (int k = 0; k < dtorch::fuzz::num_kinds(); ++k)
+      s += std::string(s.empty() ? "" : " ") + dtorch::fuzz::kind_name(k) + "=" + std::to_string(kind_refused[k]) + "/" +
+           std::to_string(kind_ran[k]);
+    return s;
   }
   uint64_t rejected() const { return total - ran - too_large - crashes; }
   std::string by_code(const uint64_t* counts) const {
@@ -209,7 +227,7 @@ int replay(const std::vector<std::string>& files, unsigned timeout_s) {
 
 int main(int argc, char** argv) {
   uint64_t iterations = 1000, seed = 1, max_seconds = 0, timeout_s = 10, only = 0;
-  bool have_only = false, replay_mode = false, fork_mode = false;
+  bool have_only = false, replay_mode = false, fork_mode = false, verbose = false, keep = false;
   std::string crash_dir = ".";
   std::vector<std::string> files;
   for (int i = 1; i < argc; ++i) {
@@ -219,6 +237,10 @@ int main(int argc, char** argv) {
       replay_mode = true;
     } else if (a == "--fork") {
       fork_mode = true;
+    } else if (a == "--verbose") {
+      verbose = true;
+    } else if (a == "--keep") {
+      keep = true;
     } else if (a == "--iterations" && has_value && parse_u64(argv[i + 1], &iterations)) {
       ++i;
     } else if (a == "--seed" && has_value && parse_u64(argv[i + 1], &seed)) {
@@ -289,9 +311,13 @@ int main(int argc, char** argv) {
     if (max_seconds > 0 && elapsed() >= static_cast<double>(max_seconds)) break;
     dtorch::fuzz::Rng rng(seed * 0x100000001B3ull ^ (it + 1) * 0x9E3779B97F4A7C15ull);
     const dtorch::fuzz::Seed& s = seeds[rng.below(seeds.size())];
-    dtorch::fuzz::mutate(s, &rng, &input, &what);
+    uint64_t kinds = 0;
+    dtorch::fuzz::mutate(s, &rng, &input, &what, &kinds);
     const std::string tag = "seed " + std::to_string(seed) + " iteration " + std::to_string(it);
     const std::string path = crash_dir + "/crash-s" + std::to_string(seed) + "-i" + std::to_string(it) + ".dtm";
+    if (keep)
+      std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(input.data()),
+                                                  static_cast<std::streamsize>(input.size()));
     Outcome o;
     if (!fork_mode) {
       o = run_input(input, path, tag + ": " + s.name + ": " + what, static_cast<unsigned>(timeout_s));
@@ -300,9 +326,9 @@ int main(int argc, char** argv) {
       ++counts.crashes;
       continue;
     }
-    counts.add(o);
-    if (have_only)
-      std::printf("%s: %s: %s%s%s\n", tag.c_str(), what.c_str(), dtorch::fuzz::stage_name(o.stage),
+    counts.add(o, kinds);
+    if (have_only || verbose)
+      std::printf("%s: %s: %s: %s%s%s\n", tag.c_str(), s.name.c_str(), what.c_str(), dtorch::fuzz::stage_name(o.stage),
                   o.message.empty() ? "" : ": ", o.message.c_str());
   }
   std::printf("fuzz-smoke: %llu mutations of %zu seeds (seed %llu, %.1f s): ran=%llu rejected=%llu too_large=%llu | "
@@ -312,5 +338,6 @@ int main(int argc, char** argv) {
               static_cast<unsigned long long>(counts.too_large), counts.by_code(counts.at_load).c_str(),
               counts.by_code(counts.at_run).c_str(),
               counts.crashes ? ("crashes=" + std::to_string(counts.crashes)).c_str() : "no sanitizer reports");
+  std::printf("fuzz-smoke: by kind (refused/ran): %s\n", counts.by_kind().c_str());
   return counts.crashes ? 3 : 0;
 }

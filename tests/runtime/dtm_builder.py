@@ -77,6 +77,7 @@ class DtmBuilder:
     blobs: list[bytes] = field(default_factory=list)
     segment_override: list[tuple[int, int]] | None = None  # raw (offset, size) pairs instead of the real ones
     test_vector: tuple[list[np.ndarray], list[np.ndarray]] | None = None
+    plan: tuple[int, list[int]] | None = None  # MemoryPlan (arena_size, offsets per tensor); None: arena 0, no offsets
 
     def _add(self, name: str, dtype: str, shape: list[int | str], kind: int, segment: int = -1) -> int:
         self.tensors.append(_Tensor(name, dtype, list(shape), kind, segment))
@@ -106,6 +107,19 @@ class DtmBuilder:
 
     def set_test_vector(self, inputs: list[np.ndarray], outputs: list[np.ndarray]) -> None:
         self.test_vector = (inputs, outputs)
+
+    def plan_without_reuse(self) -> None:
+        """A memory plan that gives every intermediate its own 64-byte aligned slot (dynamic dims taken as 1)."""
+        sizes = {"float32": 4, "float16": 2, "bfloat16": 2, "float64": 8, "int64": 8, "int32": 4, "int16": 2,
+                 "int8": 1, "uint8": 1, "bool": 1}
+        offsets, arena = [], 0
+        for t in self.tensors:
+            if t.kind != TensorKind.TensorKind.intermediate:
+                offsets.append(-1)
+                continue
+            offsets.append(arena)
+            arena += (sizes[t.dtype] * int(np.prod([d if isinstance(d, int) else 1 for d in t.shape])) + 63) // 64 * 64
+        self.plan = (arena, offsets)
 
     # --- serialization -------------------------------------------------------------------------
     def build(self, format_version: int = 1, min_runtime_version: int = 1, producer: str = "dtorch test",
@@ -221,9 +235,12 @@ class DtmBuilder:
             tv = TestVector.TestVectorEnd(b)
 
         algo = b.CreateString("greedy-by-size")
+        plan_offsets = None if self.plan is None else ivec(self.plan[1], np.int64)
         MemoryPlan.MemoryPlanStart(b)
         MemoryPlan.MemoryPlanAddAlgorithm(b, algo)
-        MemoryPlan.MemoryPlanAddArenaSize(b, 0)
+        MemoryPlan.MemoryPlanAddArenaSize(b, 0 if self.plan is None else self.plan[0])
+        if plan_offsets is not None:
+            MemoryPlan.MemoryPlanAddOffsets(b, plan_offsets)
         plan = MemoryPlan.MemoryPlanEnd(b)
 
         key, value = b.CreateString("source"), b.CreateString("tests/runtime/conftest.py")
