@@ -11,7 +11,7 @@ from ... import _functions as F
 from ...autograd.grad_mode import no_grad
 from ...creation import zeros
 from ...tensor import Tensor
-from .._functional import conv as FC
+from .. import functional as NF
 from ..parameter import Parameter
 from .module import Module
 
@@ -138,7 +138,7 @@ class Conv1d(_ConvNd):
 
     def forward(self, input: Tensor) -> Tensor:
         x, pad = self._padded(input)
-        return FC.conv1d(x, self.weight, self.bias, self.stride, pad, self.dilation, self.groups)
+        return NF.conv1d(x, self.weight, self.bias, self.stride, pad, self.dilation, self.groups)
 
 
 class Conv2d(_ConvNd):
@@ -154,7 +154,7 @@ class Conv2d(_ConvNd):
 
     def forward(self, input: Tensor) -> Tensor:
         x, pad = self._padded(input)
-        return FC.conv2d(x, self.weight, self.bias, self.stride, pad, self.dilation, self.groups)
+        return NF.conv2d(x, self.weight, self.bias, self.stride, pad, self.dilation, self.groups)
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -196,7 +196,7 @@ class ConvTranspose1d(_ConvTransposeNd):
 
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
         opad = self._output_padding(input, output_size)
-        return FC.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, opad, self.groups,
+        return NF.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, opad, self.groups,
                                    self.dilation)
 
 
@@ -207,5 +207,5 @@ class ConvTranspose2d(_ConvTransposeNd):
 
     def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
         opad = self._output_padding(input, output_size)
-        return FC.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, opad, self.groups,
+        return NF.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, opad, self.groups,
                                    self.dilation)

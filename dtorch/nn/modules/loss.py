@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from ...tensor import Tensor
 from .. import functional as F
-from .._functional.loss import _reduction
+from ..functional.loss import _reduction
 from .module import Module
 
 __all__ = ["BCELoss", "BCEWithLogitsLoss", "CrossEntropyLoss", "HuberLoss", "L1Loss", "MSELoss", "NLLLoss",

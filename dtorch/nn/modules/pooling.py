@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...tensor import Tensor
-from .._functional import pooling as FP
+from .. import functional as F
 from .module import Module
 
 __all__ = ["AdaptiveAvgPool1d", "AdaptiveAvgPool2d", "AdaptiveMaxPool1d", "AdaptiveMaxPool2d", "AvgPool1d",
@@ -34,7 +34,7 @@ class MaxPool1d(_MaxPoolNd):
     """1-D max pooling over (N, C, L) or (C, L)."""
 
     def forward(self, input: Tensor) -> Any:
-        return FP.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+        return F.max_pool1d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
                              self.return_indices)
 
 
@@ -42,7 +42,7 @@ class MaxPool2d(_MaxPoolNd):
     """2-D max pooling over (N, C, H, W) or (C, H, W)."""
 
     def forward(self, input: Tensor) -> Any:
-        return FP.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
+        return F.max_pool2d(input, self.kernel_size, self.stride, self.padding, self.dilation, self.ceil_mode,
                              self.return_indices)
 
 
@@ -61,7 +61,7 @@ class AvgPool1d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
     def forward(self, input: Tensor) -> Tensor:
-        return FP.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+        return F.avg_pool1d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                              self.count_include_pad)
 
 
@@ -80,7 +80,7 @@ class AvgPool2d(Module):
         return f"kernel_size={self.kernel_size}, stride={self.stride}, padding={self.padding}"
 
     def forward(self, input: Tensor) -> Tensor:
-        return FP.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
+        return F.avg_pool2d(input, self.kernel_size, self.stride, self.padding, self.ceil_mode,
                              self.count_include_pad, self.divisor_override)
 
 
@@ -101,7 +101,7 @@ class AdaptiveAvgPool1d(_AdaptiveNd):
         super().__init__(output_size)
 
     def forward(self, input: Tensor) -> Tensor:
-        return FP.adaptive_avg_pool1d(input, self.output_size)
+        return F.adaptive_avg_pool1d(input, self.output_size)
 
 
 class AdaptiveAvgPool2d(_AdaptiveNd):
@@ -111,18 +111,18 @@ class AdaptiveAvgPool2d(_AdaptiveNd):
         super().__init__(output_size)
 
     def forward(self, input: Tensor) -> Tensor:
-        return FP.adaptive_avg_pool2d(input, self.output_size)
+        return F.adaptive_avg_pool2d(input, self.output_size)
 
 
 class AdaptiveMaxPool1d(_AdaptiveNd):
     """Max pooling of (N, C, L) to a fixed length."""
 
     def forward(self, input: Tensor) -> Any:
-        return FP.adaptive_max_pool1d(input, self.output_size, self.return_indices)
+        return F.adaptive_max_pool1d(input, self.output_size, self.return_indices)
 
 
 class AdaptiveMaxPool2d(_AdaptiveNd):
     """Max pooling of (N, C, H, W) to a fixed (oh, ow)."""
 
     def forward(self, input: Tensor) -> Any:
-        return FP.adaptive_max_pool2d(input, self.output_size, self.return_indices)
+        return F.adaptive_max_pool2d(input, self.output_size, self.return_indices)

@@ -7,7 +7,7 @@ from typing import Any
 from ...autograd.grad_mode import no_grad
 from ...creation import zeros
 from ...tensor import Tensor
-from .._functional.embedding import embedding, resolve_padding_idx
+from ..functional.sparse import embedding, resolve_padding_idx
 from ..parameter import Parameter
 from .module import Module
 

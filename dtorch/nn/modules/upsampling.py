@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...tensor import Tensor
-from .._functional.upsampling import interpolate
+from ..functional.upsampling import interpolate
 from .module import Module
 
 __all__ = ["Upsample", "UpsamplingBilinear2d", "UpsamplingNearest2d"]

@@ -1,1 +1,0 @@
-"""Implementation files of dtorch.nn.functional, one per family."""
