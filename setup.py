@@ -1,11 +1,11 @@
 """Build of the C++ runtime's Python binding, ``dtorch.runtime._C`` (everything else is in pyproject.toml).
 
-The extension compiles the runtime core, the portable kernels and the pybind11 module from ``runtime/``
-with the runtime's flags (C++17, -Wall -Wextra -Werror, -ffp-contract=off, never -ffast-math). The ISA
-kernel sets built for this machine's architecture (runtime/kernels/*/kernel_set.json, read through
-dtorch/edge/kernel_sets.py: on x86-64 the AVX2 and AVX-512 sets) are added, each file compiled with its set's
-flags on top of those; every other file keeps the baseline ISA, and each set's kernels register themselves
-only on CPUs that have its ISA.
+The extension compiles the runtime core, the portable kernels and the pybind11 module from ``runtime/`` (the
+groups of runtime/sources.json, read through dtorch/edge/sources.py) with the runtime's flags (C++17, -Wall
+-Wextra -Werror, -ffp-contract=off, never -ffast-math). The ISA kernel sets built for this machine's
+architecture (runtime/kernels/*/kernel_set.json, read through dtorch/edge/kernel_sets.py: on x86-64 the AVX2
+and AVX-512 sets) are added, each file compiled with its set's flags on top of those; every other file keeps
+the baseline ISA, and each set's kernels register themselves only on CPUs that have its ISA.
 ``pip install -e .`` builds it in place; set ``DTORCH_BUILD_JOBS`` to choose the number of parallel
 compile jobs (default: the number of CPUs).
 """
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import os
 import shutil
-from glob import glob
 
 from pybind11.setup_helpers import ParallelCompile, Pybind11Extension, build_ext
 from setuptools import setup
@@ -23,34 +22,30 @@ from setuptools.command.build_py import build_py
 ROOT = os.path.dirname(os.path.abspath(__file__))
 
 
-def _load_kernel_sets():  # dtorch/edge/kernel_sets.py, by path: dtorch is not importable while it is being built
-    import importlib.util
+def _load_light(name: str):  # a light dtorch/edge module, by path: dtorch is not importable while it is being built
+    """dtorch/edge/<name>.py (and the light modules it imports relatively) under a stand-in package, so that
+    neither dtorch nor dtorch.edge is imported."""
+    import importlib
     import sys
+    import types
 
-    path = os.path.join(ROOT, "dtorch", "edge", "kernel_sets.py")
-    spec = importlib.util.spec_from_file_location("_dtorch_kernel_sets", path)
-    mod = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = mod  # dataclasses looks the module up
-    spec.loader.exec_module(mod)
-    return mod
+    pkg = types.ModuleType("_dtorch_edge_light")
+    pkg.__path__ = [os.path.join(ROOT, "dtorch", "edge")]
+    sys.modules.setdefault(pkg.__name__, pkg)
+    return importlib.import_module(f"{pkg.__name__}.{name}")
 
 
-_ks = _load_kernel_sets()
+_src, _ks = _load_light("sources"), _load_light("kernel_sets")
+SOURCES = _src.load_sources(os.path.join(ROOT, "runtime"))
+_HOST_SETS = SOURCES.kernel_sets(_ks.host_arch())
 # Per-directory ISA flags of the kernel sets built for this machine (runtime/kernels/*/kernel_set.json).
-ISA_FLAGS = {
-    os.path.relpath(ks.folder, ROOT).replace(os.sep, "/") + "/": list(ks.flags)
-    for ks in _ks.kernel_sets(os.path.join(ROOT, "runtime"), _ks.host_arch())
-}
+ISA_FLAGS = {os.path.relpath(ks.folder, ROOT).replace(os.sep, "/") + "/": list(ks.flags) for ks in _HOST_SETS}
 
 
 def _sources() -> list[str]:
-    patterns = ["runtime/core/*.cc", "runtime/kernels/common/*.cc", "runtime/kernels/portable/*.cc",
-                "runtime/python/module.cc"]
-    patterns += [d + "*.cc" for d in ISA_FLAGS]  # linked last
-    found: list[str] = []
-    for pattern in patterns:
-        found += sorted(os.path.relpath(p, ROOT) for p in glob(os.path.join(ROOT, pattern)))
-    return found
+    """The runtime, the pybind11 module, then the host's ISA kernel sets (linked last): runtime/sources.json's
+    groups, the list SConstruct and the board build plan pick from too."""
+    return [os.path.join("runtime", rel) for rel in SOURCES.files(*_src.RUNTIME, "python", "isa", arch=_ks.host_arch())]
 
 
 ext = Pybind11Extension(

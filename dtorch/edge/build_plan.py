@@ -23,8 +23,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from .boards import Board, load_board
-from .kernel_sets import host_arch, kernel_sets
+from .kernel_sets import host_arch
 from .oplist import OpList, OpListError, kernel_catalog
+from .sources import RUNTIME, load_sources
 from .toolchains import BuildFlags, Found, Toolchain, select_toolchain
 
 __all__ = ["BuildPlan", "PlanError", "make_plan", "LANGUAGE_FLAGS", "LINK_LANGUAGE_FLAGS", "CORE_FLAGS"]
@@ -47,16 +48,15 @@ LINK_LANGUAGE_FLAGS = ("-fno-exceptions", "-fno-rtti", "-fno-asynchronous-unwind
 CORE_FLAGS = ("-Os",)
 
 
-_CORE_GLOBS = ("core/*.cc", "kernels/common/*.cc")
-_APP_SOURCES = ("apps/dtorch_run.cc", "apps/npy.cc", "apps/heap_meter.cc", "apps/no_demangle.cc")
-#: With zig's static libc++ only: its exception entry points as calls that abort, which keeps the C++ unwinder out
-#: (~40 KB). GNU libsupc++ defines them in archive members that other symbols pull in, so with gcc they would be
-#: defined twice.
-_LIBCXX_SOURCES = ("apps/no_exceptions.cc",)
+#: The runtime's source groups (runtime/sources.json) a board build links, in this order: the runtime (its portable
+#: kernels pruned to the op list), dtorch-run ("app", and "board_app", which keeps the C++ demangler out), then,
+#: with zig's static libc++ only, "libcxx": its exception entry points as calls that abort, which keeps the C++
+#: unwinder out (~40 KB). GNU libsupc++ defines them in archive members that other symbols pull in, so with gcc
+#: they would be defined twice.
+_APP_GROUPS = ("app", "board_app")
 #: ... and, with nothing left to read them, the libraries' unwind tables dropped at link (relative to the resource
 #: root, where SCons runs; the script's bytes are part of the runtime hash).
 _LIBCXX_LINK_SCRIPTS = ("toolchains/zig_no_unwind.ld",)
-_HEADER_GLOBS = ("include/dtorch/*.h", "core/*.h", "kernels/common/*.h", "kernels/*/*.h", "schema/*.h", "apps/*.h")
 
 
 class PlanError(ValueError):
@@ -158,26 +158,26 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
     except OpListError as e:
         raise PlanError(str(e)) from None
 
-    sources: list[Source] = []
-    for pattern in _CORE_GLOBS:
-        sources += [Source(p, p.relative_to(runtime).as_posix(), CORE_FLAGS) for p in sorted(runtime.glob(pattern))]
-    sources += [Source(p, p.relative_to(runtime).as_posix()) for p in catalog.select(op_list)]
-    sources += [Source(runtime / rel, rel, CORE_FLAGS) for rel in _APP_SOURCES]
+    groups = load_sources(runtime)
+    kernels = set(catalog.select(op_list))
     libcxx = found.kind == "zig"
-    if libcxx:
-        sources += [Source(runtime / rel, rel, CORE_FLAGS) for rel in _LIBCXX_SOURCES]
+    sources: list[Source] = []
+    for group in (*RUNTIME, *_APP_GROUPS, *(("libcxx",) if libcxx else ())):
+        pruned = group == "portable"
+        sources += [Source(p, p.relative_to(runtime).as_posix(), () if pruned else CORE_FLAGS)
+                    for p in groups.paths(group) if not pruned or p in kernels]
     scripts = _LIBCXX_LINK_SCRIPTS if libcxx else ()
     # A host build also carries the host's ISA kernel sets of the listed operators (registered only on CPUs that
     # have their ISA); boards run the portable kernels (the bits every board shares).
     if b.name == "host" and b.arch == host_arch() and found.kind in ("gcc", "clang"):
-        for ks in kernel_sets(runtime, host_arch()):
+        for ks in groups.kernel_sets(host_arch()):
             cat = kernel_catalog(runtime, ks.name)
             sources += [Source(p, p.relative_to(runtime).as_posix(), ks.flags) for p in cat.select(op_list)]
 
     h = hashlib.sha256()
     version = _runtime_version(runtime)
     h.update(f"runtime {version}\n".encode())
-    headers = sorted({p for g in _HEADER_GLOBS for p in runtime.glob(g)})
+    headers = sorted(set(groups.paths("headers")))
     for p in [*headers, *(s.path for s in sources)]:
         h.update(p.relative_to(runtime).as_posix().encode() + b"\n")
         h.update(hashlib.sha256(p.read_bytes()).digest())
