@@ -402,6 +402,24 @@ def ops_list(models: tuple[Path, ...], ops_file: str | None, as_json: bool) -> N
         sys.exit(1)
 
 
+class _RunnerChoice(click.Choice):  # type: ignore[type-arg]
+    """--runner: auto and the runners dtorch.edge.emulate finds (one module each), read when the option is first
+    used, so that `dtorch-edge --help` does not import the emulator code and a new runner needs no edit here."""
+
+    def __init__(self) -> None:
+        super().__init__(())
+
+    @property  # type: ignore[override]
+    def choices(self) -> tuple[str, ...]:
+        from .emulate.runner import runner_names
+
+        return ("auto", *runner_names())
+
+    @choices.setter
+    def choices(self, _value: object) -> None:
+        pass
+
+
 _RUNNER_HELP = "local: QEMU user mode here; docker: the same in a FROM scratch container (--network none); auto: " \
                "docker when an engine answers, else local"
 
@@ -412,7 +430,7 @@ _RUNNER_HELP = "local: QEMU user mode here; docker: the same in a FROM scratch c
               help="A .dtm model: its bundle is built (or found up to date) first. With --bundle: which of its models.")
 @click.option("--bundle", type=click.Path(file_okay=False, path_type=Path), default=None,
               help="A bundle from dtorch-edge build (dist/<board>); it must have been built for --board.")
-@click.option("--runner", type=click.Choice(["auto", "local", "docker"]), default="auto", show_default=True,
+@click.option("--runner", type=_RunnerChoice(), default="auto", show_default=True,
               help=_RUNNER_HELP)
 @click.option("--runs", type=click.IntRange(min=1), default=5, show_default=True,
               help="Fresh processes for the cold-start median.")
@@ -468,7 +486,7 @@ def emulate(board: str, model: Path | None, bundle: Path | None, runner: str, ru
 @click.option("--model", required=True, type=click.Path(dir_okay=False, path_type=Path), help="A .dtm model.")
 @click.option("--report", "report_dir", type=click.Path(file_okay=False, path_type=Path), default=Path("bench"),
               show_default=True, help="Folder for bench.md, bench.json and bench.png.")
-@click.option("--runner", type=click.Choice(["auto", "local", "docker"]), default="local", show_default=True,
+@click.option("--runner", type=_RunnerChoice(), default="local", show_default=True,
               help=_RUNNER_HELP)
 @click.option("--runs", type=click.IntRange(min=1), default=3, show_default=True)
 @click.option("--bench-runs", type=click.IntRange(min=1), default=10, show_default=True)

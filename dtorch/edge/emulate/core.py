@@ -2,8 +2,9 @@
 
 1. The bundle: `--bundle dist/<board>` (its manifest must name the board), or built from `--model` first
    (dtorch.edge.build, incremental: an unchanged model rebuilds nothing).
-2. The runner: local (QEMU user mode here) or docker (the same in a FROM scratch container, --network none);
-   `auto` takes docker when an engine answers, else local, and says which.
+2. The runner: local (QEMU user mode here) or docker (the same in a FROM scratch container, --network none), or any
+   other runner module of this package (runner.py finds them); `auto` takes docker when an engine answers, else
+   local, and says which.
 3. Inputs: the `--data` .npy files (each one run's input), else the model's bundled test vector, else zeros.
 4. Figures, all labelled "emulated" (QEMU's time is not the board's):
    - parity: every input run on the board's dtorch-run vs the host runtime (same bits) and vs eager (the bundled
@@ -33,12 +34,11 @@ from typing import Any
 import numpy as np
 
 from .errors import EmulateError, RunnerUnavailable
-from .runner import CAP_INSTRUCTIONS, Runner, RunResult
+from .runner import CAP_INSTRUCTIONS, Runner, RunResult, runners
 
 __all__ = ["EmulationReport", "emulate", "make_runner", "PARITY_TOLERANCE"]
 
 PARITY_TOLERANCE = 1e-5  # vs eager: max abs error relative to the output scale (the runtime's float32 contract)
-RUNNERS = ("auto", "local", "docker")
 
 
 @dataclass
@@ -71,32 +71,41 @@ class EmulationReport:
 
 def make_runner(name: str, board: Any, profile: Any, bundle: Path, workdir: Path,
                 log: Callable[[str], None] = print) -> Runner:
-    """The runner called `name` (local, docker or auto), checked; auto says which one it took and why."""
-    from .docker import DockerRunner, docker_engine_answers
-    from .local import LocalRunner
-
-    if name not in RUNNERS:
-        raise EmulateError(f"unknown runner {name!r}; the runners are {', '.join(RUNNERS)}")
+    """The runner called `name` (auto, or one of runner.runners(): local, docker, ...), checked; auto says which
+    one it took and why."""
+    found = runners()
+    if name != "auto" and name not in found:
+        raise EmulateError(f"unknown runner {name!r}; the runners are {', '.join(['auto', *found])}")
     if name == "auto":
-        why = ""
-        if "docker" in profile.runners and board.emulator.kind == "qemu-user":
-            ok, what = docker_engine_answers()
-            if ok:
-                r: Runner = DockerRunner(board, profile, bundle, workdir)
-                try:
-                    r.check()
-                    log(f"runner: docker (auto: a Docker engine {what} answers)")
-                    return r
-                except RunnerUnavailable as e:
-                    why = str(e)
-            else:
-                why = what
-        else:
-            why = f"the {profile.kind} profile runs locally only"
-        log(f"runner: local (auto: {why})")
-        name = "local"
-    r = LocalRunner(board, profile, bundle, workdir) if name == "local" else DockerRunner(board, profile, bundle,
-                                                                                         workdir)
+        return _auto_runner(found, board, profile, bundle, workdir, log)
+    r = found[name](board, profile, bundle, workdir)
+    r.check()
+    return r
+
+
+def _auto_runner(found: dict[str, type[Runner]], board: Any, profile: Any, bundle: Path, workdir: Path,
+                 log: Callable[[str], None]) -> Runner:
+    """The first runner, by falling auto priority, that is available and passes its check; else the fallback (the
+    lowest priority), with the reasons the others were passed over."""
+    order = sorted((c for c in found.values() if c.auto_priority is not None), key=lambda c: -(c.auto_priority or 0))
+    if not order:
+        raise EmulateError("no runner can be taken by --runner auto; name one with --runner")
+    *preferred, fallback = order
+    passed_over: list[str] = []
+    for cls in preferred:
+        ok, why = cls.available(board, profile)
+        if ok:
+            r = cls(board, profile, bundle, workdir)
+            try:
+                r.check()
+            except RunnerUnavailable as e:
+                passed_over.append(str(e))
+                continue
+            log(f"runner: {cls.name} (auto: {why})")
+            return r
+        passed_over.append(why)
+    log(f"runner: {fallback.name} (auto: {'; '.join(passed_over) or 'the only runner auto takes'})")
+    r = fallback(board, profile, bundle, workdir)
     r.check()
     return r
 

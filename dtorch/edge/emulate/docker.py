@@ -39,9 +39,21 @@ def docker_engine_answers(timeout: float = 10.0) -> tuple[bool, str]:
     return True, r.stdout.strip()
 
 
+def _runs(board, profile) -> bool:  # type: ignore[no-untyped-def]
+    return "docker" in profile.runners and board.emulator.kind == "qemu-user"
+
+
 class DockerRunner(Runner):
     name = "docker"
     capabilities = frozenset()
+    auto_priority = 10  # before local: the same run, isolated, where the profile allows it and an engine answers
+
+    @classmethod
+    def available(cls, board, profile) -> tuple[bool, str]:  # type: ignore[no-untyped-def]
+        if not _runs(board, profile):
+            return False, f"the {profile.kind} profile runs locally only"
+        ok, what = docker_engine_answers()
+        return ok, f"a Docker engine {what} answers" if ok else what
 
     def __init__(self, board, profile, bundle: Path, workdir: Path) -> None:  # type: ignore[no-untyped-def]
         super().__init__(board, profile, bundle, workdir)
@@ -58,7 +70,7 @@ class DockerRunner(Runner):
         return Path(path)
 
     def check(self) -> None:
-        if "docker" not in self.profile.runners or self.board.emulator.kind != "qemu-user":
+        if not _runs(self.board, self.profile):
             raise RunnerUnavailable(f"the docker runner runs QEMU user-mode boards; {self.board.name} uses the "
                                     f"{self.profile.kind} profile (use --runner local)")
         self._static_qemu()

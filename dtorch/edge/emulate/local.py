@@ -22,6 +22,7 @@ __all__ = ["LocalRunner"]
 
 class LocalRunner(Runner):
     name = "local"
+    auto_priority = 0  # auto's fallback: it runs every profile, and its check says what to install
 
     def __init__(self, board, profile, bundle: Path, workdir: Path) -> None:  # type: ignore[no-untyped-def]
         super().__init__(board, profile, bundle, workdir)

@@ -3,13 +3,21 @@
 A runner has a name, a set of capabilities, a check that it can run here (with the command that fixes it when
 not), and `run(args)`, which starts dtorch-run with `args` under the board's emulator and returns what came out.
 Paths in `args` are written with `bundle(name)` (a file of the bundle) and `work(name)` (a file of the run's
-work folder, for inputs and outputs), which each runner maps to what its process sees. One runner per file
-(local.py, docker.py); `flash` (a board on a serial port) will take the same shape.
+work folder, for inputs and outputs), which each runner maps to what its process sees.
+
+One runner per file, found the way kernels are: every module of this package is looked at, and each concrete
+Runner subclass with a `name` that it defines is a runner (`runners()`), so adding one (local.py, docker.py; a
+board on a serial port next) is one new file. `--runner auto` tries the runners with an `auto_priority`, the
+highest first, and takes the first whose `available(board, profile)` and `check()` pass; the lowest is the
+fallback, taken (and checked) when none of the others is.
 """
 
 from __future__ import annotations
 
+import importlib
+import inspect
 import os
+import pkgutil
 import signal
 import subprocess
 import threading
@@ -21,7 +29,7 @@ from pathlib import Path
 
 from .errors import EmulateError, RunTimeout
 
-__all__ = ["CAP_INSTRUCTIONS", "RunResult", "Runner"]
+__all__ = ["CAP_INSTRUCTIONS", "RunResult", "Runner", "runner_names", "runners"]
 
 #: Capabilities a runner may have.
 CAP_INSTRUCTIONS = "instructions"  # counts guest instructions (a TCG plugin)
@@ -43,10 +51,19 @@ class RunResult:
 
 
 class Runner(ABC):
-    """Runs one bundle's dtorch-run for one board. Subclasses set `name` and `capabilities`."""
+    """Runs one bundle's dtorch-run for one board. Subclasses set `name` and `capabilities`, and `auto_priority`
+    when `--runner auto` may take them."""
 
     name: str = ""
     capabilities: frozenset[str] = frozenset()
+    #: Where auto tries this runner: the highest first, the lowest is the fallback; None: only when asked by name.
+    auto_priority: int | None = None
+
+    @classmethod
+    def available(cls, board, profile) -> tuple[bool, str]:  # type: ignore[no-untyped-def]
+        """Whether auto may take this runner for `board` and its emulator `profile` (before its check), and why:
+        the reason auto prints when it takes the runner, or passes it over."""
+        return True, ""
 
     def __init__(self, board, profile, bundle: Path, workdir: Path) -> None:  # type: ignore[no-untyped-def]
         self.board = board
@@ -130,3 +147,31 @@ def run_process(argv: Sequence[str], *, timeout: float, what: str,
         t.join(10)
     return RunResult(returncode=rc, stdout="".join(out), stderr="".join(err), wall_s=wall,
                      first_output_s=first[0] if first else None, argv=list(argv))
+
+
+def runners() -> dict[str, type[Runner]]:
+    """Every runner of this package, by name, in the order --runner lists them (auto's fallback first, then by
+    rising auto priority, then the runners auto never takes)."""
+    package = importlib.import_module(__package__)
+    found: dict[str, type[Runner]] = {}
+    for info in pkgutil.iter_modules(package.__path__):
+        module = importlib.import_module(f"{__package__}.{info.name}")
+        for cls in vars(module).values():
+            if (isinstance(cls, type) and issubclass(cls, Runner) and cls.__module__ == module.__name__ and cls.name
+                    and not inspect.isabstract(cls)):
+                if cls.name in found or cls.name == "auto":
+                    other = found.get(cls.name)
+                    where = f"{other.__module__}.{other.__qualname__}" if other else "--runner auto"
+                    raise EmulateError(f"two runners are called {cls.name!r}: {cls.__module__}.{cls.__qualname__} "
+                                       f"and {where}; rename one")
+                found[cls.name] = cls
+
+    def order(cls: type[Runner]) -> tuple[bool, int, str]:
+        return cls.auto_priority is None, cls.auto_priority or 0, cls.name
+
+    return {cls.name: cls for cls in sorted(found.values(), key=order)}
+
+
+def runner_names() -> list[str]:
+    """The names --runner takes besides auto."""
+    return list(runners())
