@@ -1,9 +1,11 @@
-"""`Tensor`: a NumPy array with autograd bookkeeping and the PyTorch method surface.
+"""The `Tensor` class: a NumPy array with autograd bookkeeping, conversions and in-place plumbing.
 
-The array lives in `_data`; `.data` gives a detached Tensor sharing it, as in PyTorch. Every
-differentiable method composes primitives from `dtorch._prims` (see the `dtorch/_functions/` package).
-In-place ops write into the tensor's buffer; under autograd they rebind the tensor to the new graph
-node (and rebase the base of a view onto a `copy_slices` node), see `Tensor._inplace`.
+The array lives in `_data`; `.data` gives a detached Tensor sharing it, as in PyTorch. In-place ops
+write into the tensor's buffer; under autograd they rebind the tensor to the new graph node (and rebase
+the base of a view onto a `copy_slices` node), see `Tensor._inplace`. The math methods and operators
+(x.add, x @ y, x.sum(), ...) are the functional API of `dtorch/_functions/`, which builds on this class;
+`dtorch/_tensor_methods.py` attaches them in one place. Import Tensor from `dtorch.tensor`, which
+guarantees they are attached; only `_functions` and `_tensor_methods` import this module.
 """
 
 from __future__ import annotations
@@ -563,8 +565,6 @@ def _norm_dim(dim: int, ndim: int) -> int:
     return dim % n
 
 
-# Attach the operator methods (x.add, x @ y, x.sum(), ...) and apply the allocator policy whenever Tensor
-# itself is imported, however the package was entered (the root package loads its API lazily).
-from . import _functions, _memory  # noqa: E402,F401  (_functions attaches the methods when it completes)
 
-_memory.tune_malloc()
+# the classes' public home, as the user sees it in reprs and pickles: dtorch/tensor.py re-exports them
+Size.__module__ = Tensor.__module__ = "dtorch.tensor"

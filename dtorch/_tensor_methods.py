@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _functions as F
-from .tensor import Tensor
+from ._tensor import Tensor
 
 
 def _method(fn: Any) -> Any:

@@ -13,13 +13,13 @@ indexed assignment into a traced tensor is refused.
 
 from __future__ import annotations
 
-import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from .. import _tensor as _tensor_mod  # defines Tensor and its `_trace_check` hook, set while tracing
 from ..autograd import function as _function
 from ..autograd.grad_mode import no_grad
 from ..tensor import Tensor
@@ -27,9 +27,6 @@ from .errors import ExportError
 from .graph import Value
 
 __all__ = ["Call", "Literal", "Trace", "trace_model"]
-
-# the module dtorch.tensor (the attribute `dtorch.tensor` is the creation function, which shadows it)
-_tensor_mod = sys.modules[Tensor.__module__]
 
 
 @dataclass(frozen=True)

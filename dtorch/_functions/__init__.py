@@ -40,6 +40,3 @@ __all__ = ["abs", "absolute", "add", "all", "allclose", "amax", "amin", "any", "
            "sqrt", "square", "squeeze", "stack", "std", "std_mean", "sub", "subtract", "sum", "swapaxes", "swapdims",
            "t", "tanh", "tile", "topk", "transpose", "tril", "triu", "true_divide", "trunc", "unbind", "unflatten",
            "unsqueeze", "var", "var_mean", "view", "vstack", "where"]
-
-# With every function defined, attach them to Tensor as methods and operators.
-from .. import _tensor_methods  # noqa: F401

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .._prims import pointwise as E
-from ..tensor import Size, Tensor
+from .._tensor import Size, Tensor
 
 # --------------------------------------------------------------------------- helpers
 

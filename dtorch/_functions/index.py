@@ -8,9 +8,9 @@ from typing import Any
 import numpy as np
 
 from .._prims import shape as S
+from .._tensor import Tensor, _norm_dim
 from ..autograd.grad_mode import is_grad_enabled
 from ..dtypes import from_numpy_dtype
-from ..tensor import Tensor, _norm_dim
 from ._common import as_tensor_like
 
 # --------------------------------------------------------------------------- indexing

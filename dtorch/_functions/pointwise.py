@@ -10,7 +10,7 @@ import numpy as np
 from .. import dtypes as _dt
 from .._prims import linalg as L
 from .._prims import pointwise as E
-from ..tensor import Tensor
+from .._tensor import Tensor
 from ._common import _binary, _compare, _operand, _scalar_ok, _unary, as_tensor_like
 from .index import nonzero
 

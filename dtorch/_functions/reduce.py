@@ -8,7 +8,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .._prims import reduce as R
-from ..tensor import Tensor, _norm_dim
+from .._tensor import Tensor, _norm_dim
 from ._common import _reduce_input, _ValuesIndices
 from .index import gather
 from .pointwise import abs, maximum, minimum, pow

@@ -10,7 +10,7 @@ import numpy as np
 
 from .. import dtypes as _dt
 from .._prims import shape as S
-from ..tensor import Tensor, _norm_dim
+from .._tensor import Tensor, _norm_dim
 from ._common import _infer_shape, _shape_arg
 from .index import select
 from .pointwise import where
