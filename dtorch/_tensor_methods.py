@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from . import _functions as F
+from ._functions.reduce import log_softmax, softmax
 from ._tensor import Tensor
 
 
@@ -52,15 +53,11 @@ def _expand_as(self: Tensor, other: Tensor) -> Tensor:
 
 
 def _softmax(self: Tensor, dim: int, dtype: Any = None) -> Tensor:
-    from .nn import functional as NF
-
-    return NF.softmax(self, dim, dtype=dtype)
+    return softmax(self, dim, dtype=dtype)
 
 
 def _log_softmax(self: Tensor, dim: int, dtype: Any = None) -> Tensor:
-    from .nn import functional as NF
-
-    return NF.log_softmax(self, dim, dtype=dtype)
+    return log_softmax(self, dim, dtype=dtype)
 
 
 Tensor.where = _where

@@ -1,12 +1,17 @@
-"""Reductions: sum, mean, max/min (with indices), var/std, prod, cumsum, sort and friends."""
+"""Reductions: sum, mean, max/min (with indices), var/std, prod, cumsum, sort and friends; softmax along a dim.
+
+`softmax` and `log_softmax` are `dtorch.nn.functional`'s and the Tensor methods' (they stay out of `dt.*`).
+"""
 
 from __future__ import annotations
 
+import warnings
 from typing import Any
 
 import numpy as np
 
 from .. import dtypes as _dt
+from .._prims import activation as A
 from .._prims import reduce as R
 from .._tensor import Tensor, _norm_dim
 from ._common import _reduce_input, _ValuesIndices
@@ -183,6 +188,41 @@ def topk(input: Tensor, k: int, dim: int = -1, largest: bool = True, sorted: boo
     sl = (slice(None),) * d + (slice(0, k),)
     it = idx[sl]
     return _ValuesIndices((gather(input, d, it), it))
+
+
+def _softmax_dim(name: str, ndim: int) -> int:
+    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
+                  f"as an argument.", UserWarning, stacklevel=3)
+    return 0 if ndim in (0, 1, 3) else 1
+
+
+def _softmax_like(cls: Any, x: Any, dim: int | None, dtype: Any, name: str) -> Tensor:
+    from ..amp.autocast_mode import autocast_args
+    from .shape import reshape
+
+    if not isinstance(x, Tensor):
+        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}")
+    if dim is None:
+        dim = _softmax_dim(name, x.ndim)
+    if dtype is not None:
+        x = x.type(_dt.as_dtype(dtype))
+    (x,) = autocast_args("fp32", x)
+    if not x.is_floating_point():
+        raise NotImplementedError(f"{name}(): not implemented for dtype {x.dtype}: expected a floating point input; "
+                                  f"pass dtype=dtorch.float32 or convert the input with .float()")
+    if x.ndim == 0:
+        _norm_dim(dim, 0)
+        return reshape(cls.apply(reshape(x, 1), dim=0), ())
+    return cls.apply(x, dim=_norm_dim(dim, x.ndim))
+
+
+def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
+    return _softmax_like(A.Softmax, input, dim, dtype, "softmax")
+
+
+def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
+                dtype: Any = None) -> Tensor:
+    return _softmax_like(A.LogSoftmax, input, dim, dtype, "log_softmax")
 
 
 __all__ = ["all", "amax", "amin", "any", "argmax", "argmin", "argsort", "count_nonzero", "cumsum", "logsumexp", "max",

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import warnings
 from typing import Any
 
 import numpy as np
 
 from ... import _functions as _F
 from ... import dtypes as _dt
+from ..._functions.reduce import _softmax_like, log_softmax, softmax
 from ..._prims import activation as A
-from ...amp.autocast_mode import autocast_args
-from ...tensor import Tensor, _norm_dim
+from ...tensor import Tensor
 
 __all__ = [
     "celu",
@@ -170,38 +169,6 @@ def softsign(input: Tensor) -> Tensor:
 
 def tanhshrink(input: Tensor) -> Tensor:
     return _F.sub(input, _F.tanh(input))
-
-
-def _softmax_dim(name: str, ndim: int) -> int:
-    warnings.warn(f"Implicit dimension choice for {name} has been deprecated. Change the call to include dim=X "
-                  f"as an argument.", UserWarning, stacklevel=3)
-    return 0 if ndim in (0, 1, 3) else 1
-
-
-def _softmax_like(cls: Any, x: Any, dim: int | None, dtype: Any, name: str) -> Tensor:
-    if not isinstance(x, Tensor):
-        raise TypeError(f"{name}(): argument 'input' must be Tensor, not {type(x).__name__}")
-    if dim is None:
-        dim = _softmax_dim(name, x.ndim)
-    if dtype is not None:
-        x = x.type(_dt.as_dtype(dtype))
-    (x,) = autocast_args("fp32", x)
-    if not x.is_floating_point():
-        raise NotImplementedError(f"{name}(): not implemented for dtype {x.dtype}: expected a floating point input; "
-                                  f"pass dtype=dtorch.float32 or convert the input with .float()")
-    if x.ndim == 0:
-        _norm_dim(dim, 0)
-        return _F.reshape(cls.apply(_F.reshape(x, 1), dim=0), ())
-    return cls.apply(x, dim=_norm_dim(dim, x.ndim))
-
-
-def softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
-    return _softmax_like(A.Softmax, input, dim, dtype, "softmax")
-
-
-def log_softmax(input: Tensor, dim: int | None = None, _stacklevel: int = 3,
-                dtype: Any = None) -> Tensor:
-    return _softmax_like(A.LogSoftmax, input, dim, dtype, "log_softmax")
 
 
 def softmin(input: Tensor, dim: int | None = None, _stacklevel: int = 3, dtype: Any = None) -> Tensor:
