@@ -3,8 +3,8 @@
 An edge A -> B means that A's top-level `import`/`from ... import` statements (not those inside functions or under
 `if TYPE_CHECKING:`) need module B: `from B import name` and `import B` need B, `from P import sub` needs the
 submodule P.sub. With `--strict`, A also needs the parent packages of every module it names (importing
-`dtorch.nn.modules.conv` starts `dtorch/nn/__init__.py` first), which makes every package that re-exports its
-submodules a cycle of its own. Usage:
+`dtorch.nn.modules.conv` from outside `dtorch.nn` runs `dtorch/nn/__init__.py` first), except A's own packages,
+which Python has already started when A runs. Usage:
 
     python scripts/import_graph.py [--strict] [--all] [package_dir]
 
@@ -71,9 +71,10 @@ def edges(name: str, path: Path, modules: dict[str, Path], strict: bool = False)
         for a in node.names:  # `from pkg import submodule` needs the submodule, `from mod import name` the module
             targets.add(f"{mod}.{a.name}" if f"{mod}.{a.name}" in modules else mod)
     out = {t for t in targets if t in modules}
-    if strict:  # the parents run first
+    if strict:  # the parents run first, except those already started: the packages that contain `name`
+        mine = {".".join(name.split(".")[:i]) for i in range(1, name.count(".") + 1)}
         out |= {p for t in targets for p in (".".join(t.split(".")[:i]) for i in range(1, t.count(".") + 1))
-                if p in modules}
+                if p in modules and p not in mine}
     out.discard(name)
     return out
 
