@@ -211,7 +211,7 @@ def _spec(graph: Graph, in_names: list[str], out_names: list[str], opset: int) -
     pnodes = [PlanNode(n.op, n.inputs, n.outputs) for n in nodes]
     sizes = [v.nbytes for v in values]
     shapes = [v.shape for v in values]
-    plan = plan_memory(pnodes, sizes, shapes, inter)
+    plan = plan_memory(pnodes, sizes, shapes, [v.dtype for v in values], inter)
     verify_plan(pnodes, sizes, inter, plan.offsets, plan.arena_size)
     spec = ModelSpec(f"dtorch {__version__}", opset, tensors, nodes, [index[v.uid] for v in graph.inputs],
                      [index[v.uid] for v in graph.outputs], plan, [], op_list=op_list)

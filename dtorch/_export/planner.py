@@ -1,17 +1,17 @@
-"""The arena memory plan, "greedy-by-size" (the C++ runtime implements exactly the same algorithm):
+"""The arena memory plan of a `.dtm` file, made by the runtime's own planner (runtime/core/planner.h, through
+the binding `dtorch.runtime._C.plan_arena`): the exporter and the runtime share one algorithm, "greedy-by-size",
+and a runtime at the example shapes runs on exactly the plan the file carries. This module describes the graph to
+it and verifies the result independently (`verify_plan`).
 
 Only intermediate tensors are planned (not inputs, outputs or constants); their sizes come from the example
 shapes. Lifetime of a tensor = [index of its producing node, index of its last consuming node] (a tensor that
-nobody reads lives at its producer only). In-place: when node i is a unary elementwise op (INPLACE_UNARY), or
-add/sub/mul/div whose output shape equals its first input's shape (INPLACE_BINARY; both from the catalogue),
-and its first input is an intermediate whose last use is node i, the output shares the input's buffer (the
-buffer's lifetime is the union).
-Buffers are sorted by size descending (ties: earlier first use first, then lower smallest tensor index) and
-each is placed at the lowest offset, a multiple of 64, that overlaps no already placed buffer whose lifetime
-intersects its own. Arena size = the largest end, rounded up to 64.
-
-`verify_plan` independently checks that no two tensors alive at the same time overlap in memory (tensors of
-one in-place buffer may share it only where one ends at the node that produces the next).
+nobody reads lives at its producer only). In place: a node's first output takes over its first input's buffer
+when that input is an intermediate that dies at this node, with the same dtype and size, and the catalogue's rule
+allows it (OpDef.inplace "always", or "same_shape" with equal shapes).
+Buffers are sorted by size descending (ties: earlier first use first, then lower tensor index) and each is placed
+at the lowest offset, a multiple of 64, that overlaps no already placed buffer whose lifetime intersects its own.
+Arena size = the largest end, rounded up to 64. Kernel scratch is not in the file's plan: the runtime places it
+around the file's tensors at load.
 """
 
 from __future__ import annotations
@@ -19,16 +19,14 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from ..catalogue import CATALOGUE
 
-__all__ = ["ALIGN", "ALGORITHM", "INPLACE_BINARY", "INPLACE_UNARY", "MemoryPlan", "PlanNode", "plan_memory",
-           "verify_plan"]
+__all__ = ["ALIGN", "ALGORITHM", "MemoryPlan", "PlanNode", "plan_memory", "verify_plan"]
 
 ALGORITHM = "greedy-by-size"
 ALIGN = 64
-# From the catalogue (OpDef.inplace): "always" and "same_shape".
-INPLACE_UNARY = frozenset(op.name for op in CATALOGUE.values() if op.inplace == "always")
-INPLACE_BINARY = frozenset(op.name for op in CATALOGUE.values() if op.inplace == "same_shape")
 
 
 @dataclass(frozen=True)
@@ -45,11 +43,6 @@ class MemoryPlan:
     offsets: list[int]  # per tensor; -1 for tensors outside the arena
     sum_of_intermediates: int
     lifetimes: dict[int, tuple[int, int]] = field(default_factory=dict)
-    groups: list[list[int]] = field(default_factory=list)  # tensors sharing one buffer (in-place chains)
-
-
-def _align(n: int) -> int:
-    return (n + ALIGN - 1) // ALIGN * ALIGN
 
 
 def lifetimes(nodes: Sequence[PlanNode], intermediate: Sequence[bool]) -> dict[int, tuple[int, int]]:
@@ -66,60 +59,17 @@ def lifetimes(nodes: Sequence[PlanNode], intermediate: Sequence[bool]) -> dict[i
     return {t: (first[t], max(last[t], first[t])) for t in first}
 
 
-def _inplace_source(i: int, n: PlanNode, shapes: Sequence[Sequence[int]], intermediate: Sequence[bool],
-                    life: dict[int, tuple[int, int]]) -> int:
-    """The tensor whose buffer node i's output reuses, or -1."""
-    if not n.inputs or not n.outputs:
-        return -1
-    src, out = n.inputs[0], n.outputs[0]
-    if src < 0 or not intermediate[src] or not intermediate[out] or life[src][1] != i:
-        return -1
-    if n.op in INPLACE_UNARY or (n.op in INPLACE_BINARY and list(shapes[out]) == list(shapes[src])):
-        return src
-    return -1
-
-
 def plan_memory(nodes: Sequence[PlanNode], sizes: Sequence[int], shapes: Sequence[Sequence[int]],
-                intermediate: Sequence[bool]) -> MemoryPlan:
+                dtypes: Sequence[np.dtype | str], intermediate: Sequence[bool]) -> MemoryPlan:
+    """The runtime planner's plan for these tensors (sizes in bytes at the example shapes)."""
+    from ..runtime import _C
+
+    pnodes = [(CATALOGUE[n.op].inplace, list(n.inputs), list(n.outputs), 0) for n in nodes]
+    ptensors = [(bool(intermediate[t]), int(sizes[t]), np.dtype(dtypes[t]).name, [int(d) for d in shapes[t]])
+                for t in range(len(intermediate))]
+    offsets, _, arena = _C.plan_arena(pnodes, ptensors)
     life = lifetimes(nodes, intermediate)
-    buf_of: dict[int, int] = {}
-    bufs: list[dict[str, int | list[int]]] = []
-    for i, n in enumerate(nodes):
-        for k, t in enumerate(n.outputs):
-            if not intermediate[t]:
-                continue
-            src = _inplace_source(i, n, shapes, intermediate, life) if k == 0 else -1
-            if src >= 0:
-                b = bufs[buf_of[src]]
-                b["tensors"].append(t)  # type: ignore[union-attr]
-                b["end"] = max(int(b["end"]), life[t][1])  # type: ignore[call-overload]
-                b["size"] = max(int(b["size"]), int(sizes[t]))  # type: ignore[call-overload]
-                buf_of[t] = buf_of[src]
-            else:
-                buf_of[t] = len(bufs)
-                bufs.append({"tensors": [t], "start": life[t][0], "end": life[t][1], "size": int(sizes[t])})
-    order = sorted(range(len(bufs)), key=lambda j: (-int(bufs[j]["size"]), int(bufs[j]["start"]),  # type: ignore[call-overload]
-                                                    min(bufs[j]["tensors"])))  # type: ignore[type-var]
-    placed: list[tuple[int, int, int, int]] = []  # (offset, size, start, end)
-    offsets_b = [0] * len(bufs)
-    for j in order:
-        size, start, end = int(bufs[j]["size"]), int(bufs[j]["start"]), int(bufs[j]["end"])  # type: ignore[call-overload]
-        cand = 0
-        for off, sz, _, _ in sorted(p for p in placed if p[2] <= end and start <= p[3]):
-            if sz == 0:  # an empty buffer occupies nothing
-                continue
-            if cand + size <= off:
-                break
-            cand = max(cand, _align(off + sz))
-        offsets_b[j] = cand
-        placed.append((cand, size, start, end))
-    offsets = [-1] * len(intermediate)
-    for t, j in buf_of.items():
-        offsets[t] = offsets_b[j]
-    arena = _align(max((o + s for o, s, _, _ in placed), default=0))
-    total = sum(int(sizes[t]) for t in life)
-    groups = [list(b["tensors"]) for b in bufs]  # type: ignore[call-overload]
-    return MemoryPlan(ALGORITHM, arena, offsets, total, life, groups)
+    return MemoryPlan(ALGORITHM, int(arena), [int(o) for o in offsets], sum(int(sizes[t]) for t in life), life)
 
 
 def verify_plan(nodes: Sequence[PlanNode], sizes: Sequence[int], intermediate: Sequence[bool], offsets: Sequence[int],
@@ -135,9 +85,15 @@ def verify_plan(nodes: Sequence[PlanNode], sizes: Sequence[int], intermediate: S
             continue
         if t not in life:
             continue
-        if off < 0 or off % ALIGN or off + int(sizes[t]) > arena_size:
-            raise ValueError(f"tensor {t}: offset {off} (size {sizes[t]}) is unaligned or outside the arena of "
+        if off >= 0 and off % ALIGN:
+            raise ValueError(f"tensor {t} has the offset {off}, not a multiple of {ALIGN}")
+        if off < 0 or off + int(sizes[t]) > arena_size:
+            raise ValueError(f"tensor {t} ({sizes[t]} bytes) at the offset {off} lies outside the arena of "
                              f"{arena_size} bytes")
+    need = max((offsets[t] + int(sizes[t]) for t in life), default=0)
+    if arena_size != (need + ALIGN - 1) // ALIGN * ALIGN:
+        raise ValueError(f"the arena size {arena_size} is not what its offsets need ({need} bytes, rounded up to "
+                         f"{ALIGN})")
     ts = sorted(life, key=lambda t: life[t][0])
     for a_i, a in enumerate(ts):
         sa, ea = life[a]
@@ -149,12 +105,12 @@ def verify_plan(nodes: Sequence[PlanNode], sizes: Sequence[int], intermediate: S
                 continue
             if offsets[a] < offsets[b] + int(sizes[b]) and offsets[b] < offsets[a] + int(sizes[a]):
                 # allowed only for an in-place hand-over: a ends exactly where b is produced, same buffer start
-                if not (offsets[a] == offsets[b] and ea == sb == produced_at[b] and
-                        _is_inplace_pair(nodes[sb], a, b)):
+                if not (offsets[a] == offsets[b] and int(sizes[a]) == int(sizes[b]) and ea == sb == produced_at[b]
+                        and _is_inplace_pair(nodes[sb], a, b)):
                     raise ValueError(f"memory plan error: tensors {a} (nodes {sa}..{ea}) and {b} (nodes {sb}..{eb}) "
                                      f"are alive at the same time and overlap in the arena")
 
 
 def _is_inplace_pair(n: PlanNode, src: int, out: int) -> bool:
     return bool(n.inputs) and n.inputs[0] == src and bool(n.outputs) and n.outputs[0] == out and \
-        (n.op in INPLACE_UNARY or n.op in INPLACE_BINARY)
+        CATALOGUE[n.op].inplace != "none"

@@ -18,6 +18,7 @@ from ..catalogue import ATTR_TYPES, OPSET, check_node
 from ..dtm.AttrType import AttrType
 from ..dtm.Model import Model as FModel
 from .errors import DtmFormatError
+from .planner import PlanNode, verify_plan
 from .writer import DTYPE_CODES, FILE_IDENTIFIER, FORMAT_VERSION, KIND_CODES
 
 __all__ = ["DtmFile", "DtmNode", "DtmTensor", "read_dtm"]
@@ -174,6 +175,8 @@ def _parse(buf: bytes, path: str) -> DtmFile:
         plan = {"algorithm": _s(p.Algorithm()), "arena_size": int(p.ArenaSize()),
                 "offsets": [int(p.Offsets(k)) for k in range(p.OffsetsLength())],
                 "sum_of_intermediates": int(p.SumOfIntermediates())}
+        if plan["offsets"]:
+            _check_plan(path, tensors, nodes, plan["offsets"], plan["arena_size"])
     meta = {}
     for j in range(m.MetadataLength()):
         kv = m.Metadata(j)
@@ -201,6 +204,20 @@ def _parse(buf: bytes, path: str) -> DtmFile:
                    [idx(int(m.Inputs(k)), "the input list") for k in range(m.InputsLength())],
                    [idx(int(m.Outputs(k)), "the output list") for k in range(m.OutputsLength())],
                    [_s(m.OpList(k)) for k in range(m.OpListLength())], segments, plan, meta, tv)
+
+
+def _check_plan(path: str, tensors: list[DtmTensor], nodes: list[DtmNode], offsets: list[int], arena: int) -> None:
+    """The file's memory plan must hold at its example shapes (the runtime checks the same at load)."""
+    if len(offsets) != len(tensors):
+        raise DtmFormatError(f"{path}: the memory plan has {len(offsets)} offsets for {len(tensors)} tensors")
+    if any(len(t.example_shape) != len(t.dims) for t in tensors if t.kind != "constant"):
+        raise DtmFormatError(f"{path}: the file has a memory plan but no example shapes to check it at")
+    sizes = [np.dtype(t.dtype).itemsize * int(np.prod(t.example_shape, dtype=np.int64)) for t in tensors]
+    inter = [t.kind == "intermediate" for t in tensors]
+    try:
+        verify_plan([PlanNode(n.op, n.inputs, n.outputs) for n in nodes], sizes, inter, offsets, arena)
+    except ValueError as e:
+        raise DtmFormatError(f"{path}: the memory plan is wrong: {e}; re-export the model with dtorch") from None
 
 
 def read_dtm(path: str | os.PathLike[str]) -> DtmFile:

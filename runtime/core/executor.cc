@@ -1,7 +1,9 @@
 // Session: owns the model bytes (memory map, aligned copy, or a borrowed buffer), the validated model,
-// the thread pool, and the memory of the current plan. The first Run with a given set of input shapes
-// infers every shape, plans one arena (greedy-by-size, planner.h) and allocates the arena and the output
-// buffers; later Runs with the same shapes only bind the caller's input views and run the kernels,
+// the thread pool, and the memory of the current plan. At load, the file's example input shapes go through
+// every node and the file's memory plan is checked at them (planner.h: check_tensor_plan). The first Run with a
+// given set of input shapes infers every shape, lays out one arena -- the file's plan at the example shapes (kernel
+// scratch fitted around it), the planner's (greedy-by-size) for other sizes -- and allocates the arena and the
+// output buffers; later Runs with the same shapes only bind the caller's input views and run the kernels,
 // allocating nothing.
 #include <algorithm>
 #include <cstdlib>
@@ -148,6 +150,10 @@ struct Session::Impl {
   Status plan(const TensorView* in);  // infer_shapes + layout
   Status infer_shapes(const Shape* in);
   Status layout(const Shape* in);
+  std::vector<PlanNode> plan_nodes;  // per node (set once at load; scratch_bytes per plan)
+  void set_plan_nodes();
+  std::vector<PlanTensor> plan_tensors() const;
+  Status check_file_plan() const;
   Status execute(const TensorView* in, double* node_seconds);
   // check_inputs, plan when the input shapes changed, execute (node_seconds may be null).
   Status run(const TensorView* in, size_t n, double* node_seconds);
@@ -255,55 +261,55 @@ Status Session::Impl::infer_shapes(const Shape* in) {
   return Status::Ok();
 }
 
-// The arena for the shapes infer_shapes found: buffers, offsets, allocation.
+// The planner's view of the model at the shapes infer_shapes found.
+std::vector<PlanTensor> Session::Impl::plan_tensors() const {
+  std::vector<PlanTensor> t(m.tensors.size());
+  for (size_t i = 0; i < t.size(); ++i) {
+    t[i].planned = m.tensors[i].role == TensorRole::kIntermediate;
+    t[i].bytes = views[i].nbytes();
+    t[i].dtype = views[i].dtype;
+    t[i].shape = views[i].shape;
+  }
+  return t;
+}
+
+void Session::Impl::set_plan_nodes() {
+  plan_nodes.assign(m.nodes.size(), PlanNode());
+  for (size_t i = 0; i < m.nodes.size(); ++i) {
+    const NodeInfo& n = m.nodes[i];
+    plan_nodes[i].inplace = n.kernel->schema->inplace;
+    plan_nodes[i].inputs = n.inputs.data();
+    plan_nodes[i].num_inputs = n.inputs.size();
+    plan_nodes[i].outputs = n.outputs.data();
+    plan_nodes[i].num_outputs = n.outputs.size();
+  }
+}
+
+// At the example shapes (infer_shapes has run on them): the file's plan, or what is wrong with it.
+Status Session::Impl::check_file_plan() const {
+  const std::string why = check_tensor_plan(plan_nodes, plan_tensors(), m.plan_offsets, m.plan_arena_size);
+  if (why.empty()) return Status::Ok();
+  return error_status(StatusCode::kInvalidModel,
+                      "invalid model file: its memory plan for the example input shapes is wrong: %s; re-export the "
+                      "model with dtorch", why.c_str());
+}
+
+// The arena for the shapes infer_shapes found: the file's plan at the example shapes (checked at load), else the
+// planner's; then the allocation.
 Status Session::Impl::layout(const Shape* in) {
   const size_t nt = m.tensors.size(), nn = m.nodes.size();
-  // Buffers: one per intermediate tensor (merged for in-place ops) plus each node's scratch.
-  std::vector<int64_t> buffer_of(nt, -1);
-  std::vector<PlanBuffer> buffers;
-  for (size_t i = 0; i < nn; ++i) {
-    const NodeInfo& n = m.nodes[i];
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
-      const int32_t t = n.outputs[k];
-      if (m.tensors[t].role != TensorRole::kIntermediate) continue;
-      const size_t bytes = views[t].nbytes();
-      const int last = std::max(static_cast<int>(i), m.tensors[t].last_use);
-      // In place: out shares the first input's buffer when that input dies here.
-      if (k == 0 && !n.inputs.empty() && n.inputs[0] >= 0) {
-        const int32_t src = n.inputs[0];
-        const InPlace rule = n.kernel->schema->inplace;
-        const bool candidate = rule == InPlace::kAlways ||
-                               (rule == InPlace::kSameShape && views[src].shape == views[t].shape);
-        if (candidate && m.tensors[src].role == TensorRole::kIntermediate && m.tensors[src].last_use == static_cast<int>(i) &&
-            buffer_of[src] >= 0 && views[src].nbytes() == bytes && views[src].dtype == views[t].dtype) {
-          PlanBuffer& b = buffers[static_cast<size_t>(buffer_of[src])];
-          b.last = std::max(b.last, last);
-          buffer_of[t] = buffer_of[src];
-          continue;
-        }
-      }
-      PlanBuffer b;
-      b.size = bytes;
-      b.first = static_cast<int>(i);
-      b.last = last;
-      b.id = t;
-      buffer_of[t] = static_cast<int64_t>(buffers.size());
-      buffers.push_back(b);
-    }
-  }
-  std::vector<int64_t> scratch_buffer(nn, -1);
-  for (size_t i = 0; i < nn; ++i) {
-    if (scratch_bytes[i] == 0) continue;
-    PlanBuffer b;
-    b.size = scratch_bytes[i];
-    b.first = b.last = static_cast<int>(i);
-    b.id = static_cast<int64_t>(nt + i);
-    scratch_buffer[i] = static_cast<int64_t>(buffers.size());
-    buffers.push_back(b);
-  }
-  arena_size = plan_greedy_by_size(&buffers);
+  for (size_t i = 0; i < nn; ++i) plan_nodes[i].scratch_bytes = scratch_bytes[i];
+  const std::vector<PlanTensor> tensors = plan_tensors();
+  bool at_example = m.has_plan;
+  for (size_t i = 0; at_example && i < m.inputs.size(); ++i) at_example = in[i] == m.example_input_shapes[i];
+  ArenaPlan p;
+  if (at_example)
+    place_scratch(plan_nodes, tensors, m.plan_offsets, static_cast<size_t>(m.plan_arena_size), &p);
+  else
+    plan_arena(plan_nodes, tensors, &p);
+  arena_size = p.arena_size;
 #if DTORCH_VERIFY_PLAN
-  if (!verify_plan(buffers, arena_size))
+  if (!verify_arena_plan(plan_nodes, tensors, p))
     return Status(StatusCode::kInternal, "the memory plan has overlapping live buffers (a runtime bug)");
 #endif
 
@@ -319,9 +325,9 @@ Status Session::Impl::layout(const Shape* in) {
                         static_cast<size_t>(arena_size));
   uint8_t* base = static_cast<uint8_t*>(arena.p);
   for (size_t t = 0; t < nt; ++t)
-    if (buffer_of[t] >= 0) views[t].data = base + buffers[static_cast<size_t>(buffer_of[t])].offset;
+    if (p.tensor_offset[t] >= 0) views[t].data = base + p.tensor_offset[t];
   for (size_t i = 0; i < nn; ++i)
-    if (scratch_buffer[i] >= 0) scratch_offset[i] = buffers[static_cast<size_t>(scratch_buffer[i])].offset;
+    if (p.scratch_offset[i] >= 0) scratch_offset[i] = static_cast<size_t>(p.scratch_offset[i]);
   out_blocks = std::vector<AlignedBlock>(m.outputs.size());
   for (size_t k = 0; k < m.outputs.size(); ++k) {
     const int32_t t = m.outputs[k];
@@ -420,6 +426,7 @@ static Status finish_create(std::unique_ptr<Session::Impl> impl, const SessionOp
   DTORCH_RETURN_IF_ERROR(load_model(impl->bytes, impl->size, &impl->m, options.kernels));
   // The file's own example shapes must go through every node and give the shapes it declares: a file whose
   // declared tensors disagree with its kernels is refused here, before anything runs.
+  impl->set_plan_nodes();
   if (impl->m.example_input_shapes.size() == impl->m.inputs.size()) {
     const Status st = impl->infer_shapes(impl->m.example_input_shapes.data());
     if (!st.ok() && st.code() != StatusCode::kInvalidArgument) return st;
@@ -427,6 +434,8 @@ static Status finish_create(std::unique_ptr<Session::Impl> impl, const SessionOp
       return error_status(StatusCode::kInvalidModel,
                           "invalid model file: its own example input shapes do not run: %s; re-export the model "
                           "with dtorch", st.message().c_str());
+    // ... and its memory plan must hold at those shapes.
+    if (impl->m.has_plan) DTORCH_RETURN_IF_ERROR(impl->check_file_plan());
   }
   DTORCH_RETURN_IF_ERROR(impl->prepare_kernels());
   impl->pool = new ThreadPool(options.num_threads);

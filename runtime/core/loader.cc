@@ -409,6 +409,18 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
   }
   for (int32_t t : m.outputs) m.output_info.push_back(describe(t));
 
+  // The memory plan: one offset per tensor, checked against the example shapes by the session.
+  if (model->plan() != nullptr && model->plan()->offsets() != nullptr && model->plan()->offsets()->size() > 0) {
+    const auto* offs = model->plan()->offsets();
+    if (offs->size() != nt)
+      return invalid("the memory plan has %u offsets for %zu tensors", offs->size(), nt);
+    if (m.example_input_shapes.size() != m.inputs.size())
+      return invalid("the file has a memory plan but no example input shapes to check it at");
+    m.plan_offsets.assign(offs->begin(), offs->end());
+    m.plan_arena_size = model->plan()->arena_size();
+    m.has_plan = true;
+  }
+
   // Metadata.
   ModelInfo& info = m.info;
   info.format_version = fv;

@@ -63,6 +63,11 @@ struct LoadedModel {
   // The model inputs' shapes at export (Tensor.example_shape), one per input when every input has one that fits
   // its declared shape (else empty): the session infers every shape from them at load.
   std::vector<Shape> example_input_shapes;
+  // The file's memory plan (MemoryPlan.offsets, one per tensor; -1 outside the arena) when it has one. The session
+  // checks it against the example shapes at load (planner.h: check_tensor_plan) and runs on it at those shapes.
+  bool has_plan = false;
+  std::vector<int64_t> plan_offsets;
+  uint64_t plan_arena_size = 0;
 };
 
 // Checks `data` (a whole .dtm file, 64-byte aligned) and fills `out`, binding each node to the kernel the policy

@@ -2,6 +2,7 @@
 //   run_kernel(op, attrs, inputs, threads=1, output_dtypes=None, num_outputs=1, kernel_set=None, kernels="fast")
 //       -> list[np.ndarray]: runs one kernel on NumPy arrays (the kernel tests use it); kernel_set=None runs the
 //       kernel a session would (the highest priority), "portable"/"x86"/... the one of that kernel set
+//   plan_arena(nodes, tensors) -> (tensor offsets, scratch offsets, arena_size): the arena planner
 //   registered_kernels() -> list[(op, dtype)]  (each pair once, whatever the number of kernel sets)
 //   registered_kernel_sets() -> list[(op, dtype, kernel_set, priority)]
 //   Session: the model session behind dtorch.runtime.InferenceSession (see dtorch/runtime/__init__.py)
@@ -103,6 +104,57 @@ py::array as_view(py::handle obj, const std::string& what, TensorView* view) {
   for (py::ssize_t i = 0; i < arr.ndim(); ++i) view->shape.dims[i] = arr.shape(i);
   view->data = const_cast<void*>(arr.data());
   return arr;
+}
+
+// --- the arena planner ----------------------------------------------------------------------------
+using PyPlanNode = std::tuple<std::string, std::vector<int32_t>, std::vector<int32_t>, size_t>;
+using PyPlanTensor = std::tuple<bool, size_t, std::string, std::vector<int64_t>>;
+
+py::tuple plan_arena_py(const std::vector<PyPlanNode>& nodes, const std::vector<PyPlanTensor>& tensors) {
+  const int64_t nt = static_cast<int64_t>(tensors.size());
+  std::vector<PlanTensor> pt(tensors.size());
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const auto& [planned, bytes, dtype, shape] = tensors[t];
+    if (shape.size() > static_cast<size_t>(kMaxDims))
+      throw_status(error_status(StatusCode::kInvalidArgument, "tensor %zu has more than %d dimensions", t, kMaxDims));
+    if (!dtype_from_numpy(py::dtype(dtype), &pt[t].dtype))
+      throw_status(error_status(StatusCode::kInvalidArgument, "tensor %zu has the unknown dtype '%s'", t, dtype.c_str()));
+    pt[t].planned = planned;
+    pt[t].bytes = bytes;
+    pt[t].shape.ndim = static_cast<int32_t>(shape.size());
+    std::copy(shape.begin(), shape.end(), pt[t].shape.dims);
+  }
+  std::vector<PlanNode> pn(nodes.size());
+  std::vector<bool> produced(tensors.size(), false);
+  for (size_t i = 0; i < nodes.size(); ++i) {
+    const auto& [rule, ins, outs, scratch] = nodes[i];
+    if (rule == "always") pn[i].inplace = InPlace::kAlways;
+    else if (rule == "same_shape") pn[i].inplace = InPlace::kSameShape;
+    else if (rule != "none")
+      throw_status(error_status(StatusCode::kInvalidArgument, "node %zu: unknown in-place rule '%s'", i, rule.c_str()));
+    for (int32_t t : ins)
+      if (t < -1 || t >= nt || (t >= 0 && pt[static_cast<size_t>(t)].planned && !produced[static_cast<size_t>(t)]))
+        throw_status(error_status(StatusCode::kInvalidArgument, "node %zu reads tensor %d, which is not a tensor or "
+                                  "not produced yet", i, t));
+    for (int32_t t : outs) {
+      if (t < 0 || t >= nt || produced[static_cast<size_t>(t)])
+        throw_status(error_status(StatusCode::kInvalidArgument, "node %zu writes tensor %d, which is not a tensor or "
+                                  "already produced", i, t));
+      produced[static_cast<size_t>(t)] = true;
+    }
+    pn[i].inputs = ins.data();
+    pn[i].num_inputs = ins.size();
+    pn[i].outputs = outs.data();
+    pn[i].num_outputs = outs.size();
+    pn[i].scratch_bytes = scratch;
+  }
+  for (size_t t = 0; t < tensors.size(); ++t)
+    if (pt[t].planned && !produced[t])
+      throw_status(error_status(StatusCode::kInvalidArgument, "planned tensor %zu is produced by no node", t));
+  ArenaPlan plan;
+  plan_arena(pn, pt, &plan);
+  if (!verify_arena_plan(pn, pt, plan)) throw_status(Status(StatusCode::kInternal, "plan verification failed"));
+  return py::make_tuple(plan.tensor_offset, plan.scratch_offset, plan.arena_size);
 }
 
 // --- run_kernel ---------------------------------------------------------------------------------
@@ -437,25 +489,11 @@ PYBIND11_MODULE(_C, m) {
         "Run one kernel on NumPy arrays (None = absent optional input); returns the outputs. kernel_set=None "
         "runs the kernel a session with policy `kernels` ('fast', 'exact', 'portable') runs; a name ('portable', "
         "'x86', 'avx512') runs that set's.");
-  m.def(
-      "plan_greedy_by_size",
-      [](const std::vector<std::tuple<size_t, int, int, int64_t>>& items) {
-        std::vector<PlanBuffer> b(items.size());
-        for (size_t i = 0; i < items.size(); ++i) {
-          b[i].size = std::get<0>(items[i]);
-          b[i].first = std::get<1>(items[i]);
-          b[i].last = std::get<2>(items[i]);
-          b[i].id = std::get<3>(items[i]);
-        }
-        const size_t arena = plan_greedy_by_size(&b);
-        if (!verify_plan(b, arena)) throw_status(Status(StatusCode::kInternal, "plan verification failed"));
-        std::vector<size_t> offsets;
-        for (const auto& x : b) offsets.push_back(x.offset);
-        return py::make_tuple(offsets, arena);
-      },
-      py::arg("buffers"),
-      "The runtime's arena planner on (size, first, last, id) tuples: returns (offsets, arena_size); for "
-      "cross-checking the exporter's planner.");
+  m.def("plan_arena", &plan_arena_py, py::arg("nodes"), py::arg("tensors"),
+        "The runtime's arena planner (core/planner.h), the one the exporter writes into .dtm files. nodes: "
+        "(inplace rule 'none'|'always'|'same_shape', input tensor indices (-1 absent), output tensor indices, "
+        "scratch bytes); tensors: (planned, bytes, numpy dtype name, shape). Returns (offsets per tensor with -1 "
+        "outside the arena, scratch offsets per node with -1 for none, arena_size).");
   m.def("registered_kernels", &list_kernels, "All (op, dtype) pairs this build has kernels for, sorted.");
   m.def("registered_kernel_sets", &list_kernel_sets,
         "Every registered kernel as (op, dtype, kernel_set, priority), sorted; sets the CPU lacks are absent.");

@@ -64,7 +64,7 @@ def test_plan_verifies_and_reuses(exported: tuple) -> None:
     nodes = [PlanNode(n.op, n.inputs, n.outputs) for n in f.nodes]
     sizes = [int(np.prod(t.example_shape)) * np.dtype(t.dtype).itemsize for t in f.tensors]
     verify_plan(nodes, sizes, inter, f.plan["offsets"], f.plan["arena_size"])
-    again = plan_memory(nodes, sizes, [t.example_shape for t in f.tensors], inter)
+    again = plan_memory(nodes, sizes, [t.example_shape for t in f.tensors], [t.dtype for t in f.tensors], inter)
     assert again.offsets == f.plan["offsets"] and again.arena_size == f.plan["arena_size"]
     assert f.plan["algorithm"] == "greedy-by-size"
     assert f.plan["sum_of_intermediates"] == res.sum_of_intermediates

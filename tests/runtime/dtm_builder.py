@@ -78,6 +78,7 @@ class DtmBuilder:
     segment_override: list[tuple[int, int]] | None = None  # raw (offset, size) pairs instead of the real ones
     test_vector: tuple[list[np.ndarray], list[np.ndarray]] | None = None
     plan: tuple[int, list[int]] | None = None  # MemoryPlan (arena_size, offsets per tensor); None: arena 0, no offsets
+    example_shapes: bool = True  # write Tensor.example_shape (dynamic dimensions as 1)
 
     def _add(self, name: str, dtype: str, shape: list[int | str], kind: int, segment: int = -1) -> int:
         self.tensors.append(_Tensor(name, dtype, list(shape), kind, segment))
@@ -167,13 +168,14 @@ class DtmBuilder:
                     Dim.DimAddName(b, dname)
                 dims.append(Dim.DimEnd(b))
             shape = tables(Tensor.TensorStartShapeVector, dims)
-            example = ivec([1 if isinstance(d, str) else d for d in t.shape], np.int64)
+            example = ivec([1 if isinstance(d, str) else d for d in t.shape], np.int64) if self.example_shapes else None
             name = b.CreateString(t.name)
             Tensor.TensorStart(b)
             Tensor.TensorAddName(b, name)
             Tensor.TensorAddDtype(b, DTYPES[t.dtype])
             Tensor.TensorAddShape(b, shape)
-            Tensor.TensorAddExampleShape(b, example)
+            if example is not None:
+                Tensor.TensorAddExampleShape(b, example)
             Tensor.TensorAddKind(b, t.kind)
             Tensor.TensorAddSegment(b, t.segment)
             tensor_offsets.append(Tensor.TensorEnd(b))

@@ -2,7 +2,8 @@
 
 For every operator of dtorch.catalogue: each attribute stored with each wrong type (and with a type tag the
 format does not define), an unknown attribute, an attribute name with an embedded NUL, each output declared with
-each wrong dtype, each non-key input with each wrong dtype, and operator names with an embedded NUL or a suffix.
+each wrong dtype, each non-key input with each wrong dtype, and operator names with an embedded NUL or a suffix;
+and memory plans that lie (plan_cases: overlapping live tensors, offsets outside the arena or unaligned).
 `cases()` yields (label, file bytes, what the error must mention). The files pass the FlatBuffers verifier; the
 loader must refuse each with one clear line (tests/runtime/test_catalogue_hostile.py, and under ASan + UBSan in
 tests/runtime/test_fuzz.py).
@@ -114,6 +115,36 @@ def cases() -> Iterator[Case]:
         yield Case(f"{op.name}.nul-op-name", model(op, op_name=op.name + "\0evil"), "NUL")
     relu = CATALOGUE["relu"]
     yield Case("relu.suffix-op-name", model(relu, op_name="reluX"), "'reluX'")
+    yield from plan_cases()
+
+
+def plan_model(offsets: list[int], arena: int, *, middle: str = "sigmoid", example_shapes: bool = True) -> bytes:
+    """x -> relu -> a -> `middle` -> b -> relu -> y, with the given memory plan (tensors x, y, a, b; 64 bytes each).
+
+    a dies where `middle` produces b, so a and b may share a buffer only when `middle` runs in place."""
+    g = DtmBuilder()
+    x, y = g.input("x", [1, 16]), g.output("y", [1, 16])
+    a, b = g.tensor("a", [1, 16]), g.tensor("b", [1, 16])
+    g.node("relu", [x], [a])
+    g.node(middle, [a], [b], {"dim": -1} if middle == "softmax" else {})
+    g.node("relu", [b], [y])
+    g.plan = (arena, offsets)
+    g.example_shapes = example_shapes
+    return g.build()
+
+
+def plan_cases() -> Iterator[Case]:
+    """Memory plans that lie: the file claims a layout in which live tensors overlap or leave the arena."""
+    yield Case("plan.unaligned", plan_model([-1, -1, 0, 32], 128), "multiple of 64")
+    yield Case("plan.outside-arena", plan_model([-1, -1, 0, 64], 64), "outside the arena")
+    yield Case("plan.huge-offset", plan_model([-1, -1, 0, 2**62], 128), "outside the arena")
+    yield Case("plan.negative-offset", plan_model([-1, -1, -64, 64], 128), "outside the arena")
+    yield Case("plan.offset-for-an-input", plan_model([0, -1, 0, 64], 128), "not an intermediate")
+    yield Case("plan.offset-count", plan_model([-1, -1, 0], 128), "3 offsets for 4 tensors")
+    yield Case("plan.shared-without-inplace", plan_model([-1, -1, 0, 0], 64, middle="softmax"), "overlap")
+    yield Case("plan.arena-larger-than-needed", plan_model([-1, -1, 0, 64], 192), "arena size 192")
+    yield Case("plan.arena-size-max", plan_model([-1, -1, 0, 64], 2**64 - 1), "arena size")
+    yield Case("plan.no-example-shapes", plan_model([-1, -1, 0, 64], 128, example_shapes=False), "example")
 
 
 def unused_int8_intermediate() -> bytes:

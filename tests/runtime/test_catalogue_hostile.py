@@ -25,7 +25,7 @@ CASES = list(cases())
 def test_every_operator_and_class_is_generated() -> None:
     from dtorch.catalogue import CATALOGUE
 
-    ops = {c.label.split(".")[0] for c in CASES}
+    ops = {c.label.split(".")[0] for c in CASES} - {"plan"}
     assert ops == set(CATALOGUE)
     assert len(CASES) > 1000
 

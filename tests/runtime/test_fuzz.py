@@ -43,13 +43,6 @@ BY_KIND = re.compile(r"fuzz-smoke: by kind \(refused/ran\): (.*)")
 SEMANTIC_KINDS = ("dtype", "attr-type", "attr-int", "attr-float", "attr-ints", "attr-floats", "attr-string",
                   "attr-name", "attr-dup", "op-name", "plan-offset", "plan-arena", "node-index")
 MIN_PER_KIND = 100
-# Saved inputs that the runtime still handles wrongly without crashing (replayed by test_known_wrong_reproducers).
-KNOWN_WRONG = {
-    "plan-arena-size-max-internal-error.dtm":
-        "the exported convnet with MemoryPlan.arena_size = 2^64-1 (fuzz-smoke seed 1 iteration 5628, plan-arena): "
-        "Run fails with kInternal 'the memory plan has overlapping live buffers (a runtime bug)' instead of a "
-        "clean invalid-model error (executor.cc, the file's plan at the example shapes)",
-}
 
 
 @pytest.fixture(scope="module")
@@ -181,20 +174,8 @@ def test_saved_reproducers_are_handled(driver: Path) -> None:
         pytest.skip("no saved reproducers in runtime/fuzz/crashes/")
     r = subprocess.run([str(driver), "--replay", *map(str, files)], capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-6000:]
-    internal = [line for line in r.stdout.splitlines()
-                if "(internal error)" in line and Path(line.split(":")[0]).name not in KNOWN_WRONG]
+    internal = [line for line in r.stdout.splitlines() if "(internal error)" in line]
     assert not internal, internal
-
-
-@pytest.mark.parametrize("name", sorted(KNOWN_WRONG))
-def test_known_wrong_reproducers(driver: Path, name: str) -> None:
-    """A saved input that does not crash but gets a 'runtime bug' error: xfail until the runtime refuses it cleanly."""
-    path = ROOT / "runtime" / "fuzz" / "crashes" / name
-    r = subprocess.run([str(driver), "--replay", str(path)], capture_output=True, text=True, timeout=60)
-    assert r.returncode == 0, r.stdout[-2000:] + r.stderr[-6000:]
-    if "(internal error)" in r.stdout:
-        pytest.xfail(KNOWN_WRONG[name])
-    assert "rejected at" in r.stdout, r.stdout
 
 
 def test_catalogue_hostile_files_are_refused_under_asan(driver: Path, tmp_path: Path) -> None:

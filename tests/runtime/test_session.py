@@ -150,14 +150,6 @@ def test_run_kernel_errors() -> None:
     np.testing.assert_array_equal(y, [0.0, 2.0])
 
 
-def test_planner_reuses_memory_of_dead_tensors() -> None:
-    from dtorch.runtime import _C
-
-    # a [0,1] 100 B, b [1,2] 200 B, c [2,3] 100 B: c reuses a's slot; b (largest) goes first at 0.
-    offsets, arena = _C.plan_greedy_by_size([(100, 0, 1, 0), (200, 1, 2, 1), (100, 2, 3, 2)])
-    assert offsets == [256, 0, 256] and arena == 384
-
-
 def test_conv_linear_threads_identical_bits() -> None:
     have = set(rt.registered_kernels())
     if not {("conv2d", "float32"), ("linear", "float32")} <= have:
