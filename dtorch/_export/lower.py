@@ -1,6 +1,6 @@
 """Lower a `Trace` (eager primitive calls) to a `Graph` of runtime/OPS.md operators with their attributes.
 
-One eager call becomes zero or more nodes: `index` becomes slice (+ gather for an integer array, + reshape
+One eager call becomes zero or more nodes: `index` becomes slice (+ index_select for an integer array, + reshape
 for integer or None indices), `stack` becomes reshapes + concat, `copy`/`contiguous`/`dropout` and a cast
 to the same dtype become `identity` (removed by a pass). A call whose inputs are all constants but has no
 OPS.md operator (e.g. a cast of a constant) becomes a placeholder node `eager:<name>` whose output data is
@@ -75,14 +75,14 @@ class _Ctx:
 
 
 def _eval_simple(op: str, xs: list[Any], attrs: dict[str, Any]) -> np.ndarray | None:
-    """Data of a decomposition node whose inputs are all known (slice, gather, reshape, concat)."""
+    """Data of a decomposition node whose inputs are all known (slice, index_select, reshape, concat)."""
     x = xs[0]
     if op == "slice":
         key = [slice(None)] * x.ndim
         for a, s, e, st in zip(attrs["axes"], attrs["starts"], attrs["ends"], attrs["steps"]):
             key[a] = slice(s, e, st)
         return np.ascontiguousarray(x[tuple(key)])
-    if op == "gather":
+    if op == "index_select":
         return np.take(x, xs[1], axis=attrs["axis"])
     if op == "reshape":
         shape = [x.shape[i] if s == 0 else s for i, s in enumerate(attrs["shape"])]
@@ -345,7 +345,7 @@ def _index(c: _Ctx) -> None:
         traced = c.call.attrs.get("_array_value")
         ind = traced if isinstance(traced, Value) else constant(np.asarray(idx, np.int64).reshape(-1) % max(shape[ax], 1))
         shape[ax] = int(np.prod(idx.shape))
-        cur = c.emit("gather", [cur, ind], {"axis": ax}, shape=tuple(shape))
+        cur = c.emit("index_select", [cur, ind], {"axis": ax}, shape=tuple(shape))
     if tuple(shape) != c.call.out.shape or cur is x:
         c.emit("reshape", [cur], {"shape": list(c.call.out.shape)}, out=c.call.out)
     else:

@@ -22,7 +22,7 @@ OPS = [
                  Attr("starts", "ints", length=(0, _MAXD)), Attr("ends", "ints", length=(0, _MAXD)),
                  Attr("steps", "ints", None, lo=1, length=(0, _MAXD), doc="default: all 1")),
           shape="Python slicing", eager=("index",), family="shape"),
-    OpDef("gather", "index_select: the entries `indices` (1-D) of x along `axis`",
+    OpDef("index_select", "the entries `indices` (1-D) of x along `axis` (torch.index_select; not torch.gather)",
           (Operand("x"), Operand("indices", "(K), int64")), attrs=(Attr("axis", "int", 0, lo=0, hi=_MAXD - 1),),
           signatures=(Signature((F32, I64), (F32,)),), shape="x.shape with K at axis", eager=("index",),
           family="shape"),

@@ -21,8 +21,8 @@ inline constexpr int64_t int_choices_6ac70fdf46[] = {0, 1};
 inline constexpr DType dtypes_b72ddafcb1[] = {DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32};
 inline constexpr DType dtypes_3c4bd49986[] = {DType::kFloat32, DType::kFloat32, DType::kFloat32};
 inline constexpr DType dtypes_8c41980022[] = {DType::kInt64, DType::kFloat32};
-inline constexpr DType dtypes_98fae34187[] = {DType::kFloat32, DType::kInt64};
 inline constexpr const char* const string_choices_49484034b7[] = {"none", "tanh"};
+inline constexpr DType dtypes_98fae34187[] = {DType::kFloat32, DType::kInt64};
 inline constexpr const char* const string_choices_f1496a128f[] = {"constant"};
 
 // abs: |x|
@@ -155,13 +155,6 @@ inline constexpr AttrSpec op_expand_attrs[] = {
 inline constexpr DTypeSignature op_expand_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_expand = {"expand", 1, 1, 0x0, 1, op_expand_attrs, 1, op_expand_signatures, 1, InPlace::kNone};
 
-// gather: index_select: the entries `indices` (1-D) of x along `axis`
-inline constexpr AttrSpec op_gather_attrs[] = {
-    {"axis", AttrKind::kInt, false, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0},
-};
-inline constexpr DTypeSignature op_gather_signatures[] = {{dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_gather = {"gather", 2, 2, 0x0, 1, op_gather_attrs, 1, op_gather_signatures, 1, InPlace::kNone};
-
 // gelu: x * Phi(x): erf form, or the tanh approximation
 inline constexpr AttrSpec op_gelu_attrs[] = {
     {"approximate", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_49484034b7, 2, nullptr, 0},
@@ -192,6 +185,13 @@ inline constexpr AttrSpec op_hardtanh_attrs[] = {
 };
 inline constexpr DTypeSignature op_hardtanh_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_hardtanh = {"hardtanh", 1, 1, 0x0, 1, op_hardtanh_attrs, 2, op_hardtanh_signatures, 1, InPlace::kAlways};
+
+// index_select: the entries `indices` (1-D) of x along `axis` (torch.index_select; not torch.gather)
+inline constexpr AttrSpec op_index_select_attrs[] = {
+    {"axis", AttrKind::kInt, false, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0},
+};
+inline constexpr DTypeSignature op_index_select_signatures[] = {{dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}};
+inline constexpr OpSchema op_index_select = {"index_select", 2, 2, 0x0, 1, op_index_select_attrs, 1, op_index_select_signatures, 1, InPlace::kNone};
 
 // layer_norm: normalize over the last normalized_ndim dimensions, then * w + b
 inline constexpr AttrSpec op_layer_norm_attrs[] = {

@@ -153,7 +153,7 @@ def run_node(op: str, xs: list[np.ndarray | None], a: dict[str, Any]) -> np.ndar
         for ax, s, e, st in zip(a["axes"], a["starts"], a["ends"], a["steps"]):
             key[ax] = slice(s, e, st)
         return np.ascontiguousarray(x[tuple(key)])
-    if op == "gather":
+    if op == "index_select":
         return np.take(x, xs[1], axis=a["axis"])
     if op == "embedding":
         return xs[1][xs[0]]  # type: ignore[index]

@@ -12,7 +12,7 @@ The mutations (runtime/fuzz/mutator.h names each kind):
   plan offsets (+-1, +-64, another tensor's, past the arena) and arena_size (shrunk, zero, huge), and node inputs
   and outputs pointed at a tensor of another dtype or role.
 The seeds cover every attribute type (ints, int lists, floats, float lists, strings), float32 and int64 tensors
-(embedding and gather indices) and memory plans (the exported convnet's and the hand-built mixed model's). The
+(embedding and index_select indices) and memory plans (the exported convnet's and the hand-built mixed model's). The
 driver prints refused/ran per kind; each semantic kind must have been applied MIN_PER_KIND times and refused at
 least once.
 
@@ -73,7 +73,7 @@ def _conv_model() -> DtmBuilder:
 
 
 def _mixed_model() -> DtmBuilder:
-    """ids (1, 2, 3) int64 -> embedding -> upsample_bilinear2d (scales) -> pad -> leaky_relu -> gather (int64
+    """ids (1, 2, 3) int64 -> embedding -> upsample_bilinear2d (scales) -> pad -> leaky_relu -> index_select (int64
     constant indices) -> add (fused relu) -> y, with a memory plan: every attribute type (int, float, ints, floats,
     string), float32 and int64 tensors of every role, for the semantic mutations (dtypes, attributes, the plan)."""
     g = DtmBuilder()
@@ -92,7 +92,7 @@ def _mixed_model() -> DtmBuilder:
     g.node("upsample_bilinear2d", [e], [u], {"scales": [2.0, 2.0], "align_corners": 0})
     g.node("pad", [u], [p], {"pads": [1, 1, 0, 0], "mode": "constant", "value": 0.5})
     g.node("leaky_relu", [p], [lr], {"alpha": 0.125})
-    g.node("gather", [lr, gidx], [ga], {"axis": 3})
+    g.node("index_select", [lr, gidx], [ga], {"axis": 3})
     g.node("add", [ga, c], [y], {"activation": "relu"})
     g.plan_without_reuse()
     return g

@@ -1,4 +1,4 @@
-"""Data-movement (concat, reshape, permute, slice, gather, embedding, pad, expand) and reduction (sum, mean)
+"""Data-movement (concat, reshape, permute, slice, index_select, embedding, pad, expand) and reduction (sum, mean)
 kernels against NumPy / PyTorch, plus their errors."""
 
 from __future__ import annotations
@@ -46,12 +46,12 @@ def test_slice(axes, starts, ends, steps):
     np.testing.assert_array_equal(got, x[tuple(key)])
 
 
-def test_gather_and_embedding():
+def test_index_select_and_embedding():
     rng = np.random.default_rng(43)
     x = rand(rng, 4, 5, 6)
     idx = np.array([3, 0, 0, 2], np.int64)
     for axis in (0, 1, 2):
-        got = run("gather", dict(axis=axis), [x, idx])
+        got = run("index_select", dict(axis=axis), [x, idx])
         np.testing.assert_array_equal(got, torch.index_select(torch.tensor(x), axis, torch.tensor(idx)).numpy())
     w = rand(rng, 10, 7)
     ids = rng.integers(0, 10, size=(3, 4)).astype(np.int64)
@@ -93,8 +93,8 @@ def test_errors_name_the_op():
         run("reshape", dict(shape=[4, -1]), [x])
     with pytest.raises(Exception, match=r"permute: perm \[0, 0\] repeats dimension 0"):
         run("permute", dict(perm=[0, 0]), [x])
-    with pytest.raises(ValueError, match=r"gather: index 5 .* out of range for axis 1 of size 3"):
-        run("gather", dict(axis=1), [x, np.array([0, 5], np.int64)])
+    with pytest.raises(ValueError, match=r"index_select: index 5 .* out of range for axis 1 of size 3"):
+        run("index_select", dict(axis=1), [x, np.array([0, 5], np.int64)])
     with pytest.raises(ValueError, match=r"embedding: index 10 .* out of range for 10 embeddings"):
         _C.run_kernel("embedding", {}, [np.array([1, 10], np.int64), rand(rng, 10, 3)])
     with pytest.raises(ValueError, match=r"expand: cannot expand input \[2, 3\] to shape \[2, 4\]"):

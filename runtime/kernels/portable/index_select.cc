@@ -1,4 +1,4 @@
-// gather: x, indices (int64, 1-D) -> index_select along `axis`: the output has x's shape with dimension
+// index_select: x, indices (int64, 1-D) -> the entries `indices` of x along `axis`: the output has x's shape with dimension
 // `axis` replaced by len(indices) (runtime/OPS.md). Attribute: axis i. An index outside [0, size) is an
 // error (checked at run time, since indices may be a model input); negative indices count from the end.
 #include <cstring>
@@ -9,7 +9,7 @@ namespace dtorch {
 namespace {
 
 using kernels::op_error;
-constexpr const char* kOp = "gather";
+constexpr const char* kOp = "index_select";
 
 Status check(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int* axis) {
   DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 2, 2));
@@ -59,5 +59,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_KERNEL(gather, DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL(index_select, DType::kFloat32, infer, run);
 }  // namespace dtorch
