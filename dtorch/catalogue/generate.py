@@ -68,8 +68,21 @@ def _attr_spec(a: Attr, pool: _Pool) -> str:
     fields = [_cstr(a.name), f"AttrKind::{_KIND[a.type]}", "true" if a.required else "false",
               "true" if a.lo is not None else "false", "true" if a.hi is not None else "false",
               _num(a.lo if a.lo is not None else 0.0), _num(a.hi if a.hi is not None else 0.0), str(lo_n), str(hi_n),
-              schoices, str(n_s), ichoices, str(n_i)]
+              schoices, str(n_s), ichoices, str(n_i), *_default(a, pool)]
     return "{" + ", ".join(fields) + "}"
+
+
+def _default(a: Attr, pool: _Pool) -> list[str]:
+    """AttrSpec's has_default, default_num, default_str, default_list, n_default."""
+    d = a.default
+    if a.required or d is None:
+        return ["false", "0.0", "nullptr", "nullptr", "0"]
+    if a.type in ("int", "float"):
+        return ["true", _num(float(d)), "nullptr", "nullptr", "0"]  # type: ignore[arg-type]
+    if a.type == "string":
+        return ["true", "0.0", _cstr(str(d)), "nullptr", "0"]
+    items = tuple(_num(float(x)) for x in d)  # type: ignore[attr-defined]
+    return ["true", "0.0", "nullptr", pool.array("double", items, "defaults") if items else "nullptr", str(len(items))]
 
 
 def _schema(op: OpDef, pool: _Pool) -> list[str]:

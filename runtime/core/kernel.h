@@ -19,18 +19,24 @@ class ThreadPool;
 // Read-only access to a node's attributes (backed by the .dtm FlatBuffer; no copies, no allocation).
 class Attrs {
  public:
-  explicit Attrs(const void* node = nullptr) : node_(node) {}
+  Attrs() = default;
+  Attrs(const void* node, const OpSchema* schema) : node_(node), schema_(schema) {}
+  // Whether the file gives the attribute.
   bool has(const char* name) const;
-  int64_t get_int(const char* name, int64_t fallback) const;
-  double get_float(const char* name, double fallback) const;
-  // Copies up to `cap` ints into `out`; returns how many the attribute has (-1 if absent).
+  // The file's value, else the catalogue's default (AttrSpec::default_*), else 0 / "" (an attribute without a
+  // default is required, and the loader refuses a node without it). The loader has checked every type.
+  int64_t get_int(const char* name) const;
+  double get_float(const char* name) const;  // also reads an int attribute
+  const char* get_string(const char* name) const;  // valid as long as the model bytes are
+  // Copies up to `cap` values into `out`; returns how many the file's (else the default) list has, or -1 when the
+  // file leaves it out and the catalogue has no default (its meaning is then the kernel's, e.g. stride = kernel).
   int get_ints(const char* name, int64_t* out, int cap) const;
   int get_floats(const char* name, double* out, int cap) const;
-  // The string value, or `fallback` when absent. Valid as long as the model bytes are.
-  const char* get_string(const char* name, const char* fallback) const;
 
  private:
-  const void* node_;  // const dtm::Node*
+  const AttrSpec* spec(const char* name) const;
+  const void* node_ = nullptr;       // const dtm::Node*
+  const OpSchema* schema_ = nullptr;  // the node's operator (the defaults)
 };
 
 struct KernelContext {

@@ -320,7 +320,6 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
     const dtm::Node* fn = nodes->Get(static_cast<flatbuffers::uoffset_t>(i));
     NodeInfo& n = m.nodes[i];
     n.node = fn;
-    n.attrs = Attrs(fn);
     n.op = fn->op()->c_str();
     n.name = fn->name() ? fn->name()->str() : "";
     const int ni = static_cast<int>(i);
@@ -365,6 +364,7 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
     if (n.kernel == nullptr)
       return error_status(StatusCode::kUnsupported, "model needs operator '%s' (%s), which this runtime was built "
                           "without", n.op, dtype_name(kdt));
+    n.attrs = Attrs(fn, n.kernel->schema);
     uint64_t absent = 0;
     for (size_t k = 0; k < n.inputs.size(); ++k)
       if (n.inputs[k] < 0) absent |= uint64_t{1} << k;

@@ -33,6 +33,12 @@ struct AttrSpec {
   int n_string_choices;
   const int64_t* int_choices;           // legal values of an int attribute (null: any in [lo, hi])
   int n_int_choices;
+  // The catalogue's default when the file leaves the attribute out (Attrs returns it; kernels never restate it).
+  bool has_default;                     // false: required, or absent means "not given" (e.g. stride = kernel)
+  double default_num;                   // int and float attributes (int64 defaults are far inside 2^53)
+  const char* default_str;              // string attributes
+  const double* default_list;           // ints and floats attributes: n_default values
+  int n_default;
 };
 
 // One dtype combination a kernel implements. A variadic last input slot repeats its dtype.

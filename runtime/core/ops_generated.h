@@ -17,8 +17,11 @@ inline constexpr const char* const kFusedActivations[] = {"none", "relu", "relu6
 inline constexpr DType dtypes_86f5a46ec9[] = {DType::kFloat32};
 inline constexpr const char* const string_choices_cd948e8ba6[] = {"none", "relu", "relu6", "hardtanh", "leaky_relu", "sigmoid", "tanh", "silu", "hardswish", "hardsigmoid", "gelu", "gelu_tanh"};
 inline constexpr DType dtypes_f4bb0a7db0[] = {DType::kFloat32, DType::kFloat32};
+inline constexpr double defaults_0a3f2c23f6[] = {0.0, 0.0};
 inline constexpr int64_t int_choices_6ac70fdf46[] = {0, 1};
 inline constexpr DType dtypes_b72ddafcb1[] = {DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32};
+inline constexpr double defaults_5a731f4601[] = {1.0, 1.0};
+inline constexpr double defaults_321047e2f5[] = {0.0, 0.0, 0.0, 0.0};
 inline constexpr DType dtypes_3c4bd49986[] = {DType::kFloat32, DType::kFloat32, DType::kFloat32};
 inline constexpr DType dtypes_8c41980022[] = {DType::kInt64, DType::kFloat32};
 inline constexpr const char* const string_choices_49484034b7[] = {"none", "tanh"};
@@ -31,89 +34,89 @@ inline constexpr OpSchema op_abs = {"abs", 1, 1, 0x0, 1, nullptr, 0, op_abs_sign
 
 // adaptive_avg_pool2d: mean over windows floor(i*H/oh) .. ceil((i+1)*H/oh)
 inline constexpr AttrSpec op_adaptive_avg_pool2d_attrs[] = {
-    {"output_size", AttrKind::kInts, true, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0},
+    {"output_size", AttrKind::kInts, true, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_adaptive_avg_pool2d_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_adaptive_avg_pool2d = {"adaptive_avg_pool2d", 1, 1, 0x0, 1, op_adaptive_avg_pool2d_attrs, 1, op_adaptive_avg_pool2d_signatures, 1, InPlace::kNone};
 
 // adaptive_max_pool2d: max over windows floor(i*H/oh) .. ceil((i+1)*H/oh)
 inline constexpr AttrSpec op_adaptive_max_pool2d_attrs[] = {
-    {"output_size", AttrKind::kInts, true, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0},
+    {"output_size", AttrKind::kInts, true, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_adaptive_max_pool2d_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_adaptive_max_pool2d = {"adaptive_max_pool2d", 1, 1, 0x0, 1, op_adaptive_max_pool2d_attrs, 1, op_adaptive_max_pool2d_signatures, 1, InPlace::kNone};
 
 // add: a + b, then the fused activation
 inline constexpr AttrSpec op_add_attrs[] = {
-    {"activation", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_cd948e8ba6, 12, nullptr, 0},
-    {"min_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
-    {"max_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
-    {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"activation", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_cd948e8ba6, 12, nullptr, 0, true, 0.0, "none", nullptr, 0},
+    {"min_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, -1.0, nullptr, nullptr, 0},
+    {"max_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
+    {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.01, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_add_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_add = {"add", 2, 2, 0x0, 1, op_add_attrs, 4, op_add_signatures, 1, InPlace::kSameShape};
 
 // avg_pool2d: mean over each window (PyTorch's AvgPool2d)
 inline constexpr AttrSpec op_avg_pool2d_attrs[] = {
-    {"kernel", AttrKind::kInts, true, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0},
-    {"stride", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0},
-    {"padding", AttrKind::kInts, false, true, true, 0.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0},
-    {"ceil_mode", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2},
-    {"count_include_pad", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2},
-    {"divisor_override", AttrKind::kInt, false, true, true, 0.0, 16777216.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"kernel", AttrKind::kInts, true, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"stride", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"padding", AttrKind::kInts, false, true, true, 0.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, true, 0.0, nullptr, defaults_0a3f2c23f6, 2},
+    {"ceil_mode", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
+    {"count_include_pad", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 1.0, nullptr, nullptr, 0},
+    {"divisor_override", AttrKind::kInt, false, true, true, 0.0, 16777216.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_avg_pool2d_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_avg_pool2d = {"avg_pool2d", 1, 1, 0x0, 1, op_avg_pool2d_attrs, 6, op_avg_pool2d_signatures, 1, InPlace::kNone};
 
 // batch_norm: (x - mean) / sqrt(var + eps) * w + b per channel (export folds it into a preceding conv2d/linear when it can)
 inline constexpr AttrSpec op_batch_norm_attrs[] = {
-    {"eps", AttrKind::kFloat, false, true, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"eps", AttrKind::kFloat, false, true, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1e-05, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_batch_norm_signatures[] = {{dtypes_b72ddafcb1, 5, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_batch_norm = {"batch_norm", 3, 5, 0x18, 1, op_batch_norm_attrs, 1, op_batch_norm_signatures, 1, InPlace::kNone};
 
 // clamp: x clamped to [min, max] (each bound only when its has_ flag is 1)
 inline constexpr AttrSpec op_clamp_attrs[] = {
-    {"min", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
-    {"max", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
-    {"has_min", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2},
-    {"has_max", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2},
+    {"min", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
+    {"max", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
+    {"has_min", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
+    {"has_max", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_clamp_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_clamp = {"clamp", 1, 1, 0x0, 1, op_clamp_attrs, 4, op_clamp_signatures, 1, InPlace::kAlways};
 
 // concat: concatenation along `axis`
 inline constexpr AttrSpec op_concat_attrs[] = {
-    {"axis", AttrKind::kInt, false, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"axis", AttrKind::kInt, false, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_concat_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_concat = {"concat", 1, -1, 0x0, 1, op_concat_attrs, 1, op_concat_signatures, 1, InPlace::kNone};
 
 // conv2d: 2-D convolution (cross-correlation), groups and dilation, then the fused activation
 inline constexpr AttrSpec op_conv2d_attrs[] = {
-    {"stride", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0},
-    {"padding", AttrKind::kInts, false, true, true, 0.0, 16777216.0, 4, 4, nullptr, 0, nullptr, 0},
-    {"dilation", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0},
-    {"groups", AttrKind::kInt, false, true, true, 1.0, 16777216.0, 0, -1, nullptr, 0, nullptr, 0},
-    {"activation", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_cd948e8ba6, 12, nullptr, 0},
-    {"min_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
-    {"max_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
-    {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"stride", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, true, 0.0, nullptr, defaults_5a731f4601, 2},
+    {"padding", AttrKind::kInts, false, true, true, 0.0, 16777216.0, 4, 4, nullptr, 0, nullptr, 0, true, 0.0, nullptr, defaults_321047e2f5, 4},
+    {"dilation", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, true, 0.0, nullptr, defaults_5a731f4601, 2},
+    {"groups", AttrKind::kInt, false, true, true, 1.0, 16777216.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
+    {"activation", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_cd948e8ba6, 12, nullptr, 0, true, 0.0, "none", nullptr, 0},
+    {"min_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, -1.0, nullptr, nullptr, 0},
+    {"max_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
+    {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.01, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_conv2d_signatures[] = {{dtypes_3c4bd49986, 3, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_conv2d = {"conv2d", 2, 3, 0x4, 1, op_conv2d_attrs, 8, op_conv2d_signatures, 1, InPlace::kNone};
 
 // conv_transpose2d: 2-D transposed convolution, then the fused activation
 inline constexpr AttrSpec op_conv_transpose2d_attrs[] = {
-    {"stride", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0},
-    {"padding", AttrKind::kInts, false, true, true, 0.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0},
-    {"output_padding", AttrKind::kInts, false, true, true, 0.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0},
-    {"dilation", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0},
-    {"groups", AttrKind::kInt, false, true, true, 1.0, 16777216.0, 0, -1, nullptr, 0, nullptr, 0},
-    {"activation", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_cd948e8ba6, 12, nullptr, 0},
-    {"min_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
-    {"max_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
-    {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"stride", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, true, 0.0, nullptr, defaults_5a731f4601, 2},
+    {"padding", AttrKind::kInts, false, true, true, 0.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, true, 0.0, nullptr, defaults_0a3f2c23f6, 2},
+    {"output_padding", AttrKind::kInts, false, true, true, 0.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, true, 0.0, nullptr, defaults_0a3f2c23f6, 2},
+    {"dilation", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, true, 0.0, nullptr, defaults_5a731f4601, 2},
+    {"groups", AttrKind::kInt, false, true, true, 1.0, 16777216.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
+    {"activation", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_cd948e8ba6, 12, nullptr, 0, true, 0.0, "none", nullptr, 0},
+    {"min_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, -1.0, nullptr, nullptr, 0},
+    {"max_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
+    {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.01, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_conv_transpose2d_signatures[] = {{dtypes_3c4bd49986, 3, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_conv_transpose2d = {"conv_transpose2d", 2, 3, 0x4, 1, op_conv_transpose2d_attrs, 9, op_conv_transpose2d_signatures, 1, InPlace::kNone};
@@ -128,14 +131,14 @@ inline constexpr OpSchema op_div = {"div", 2, 2, 0x0, 1, nullptr, 0, op_div_sign
 
 // elu: x if x > 0 else alpha * (exp(x) - 1)
 inline constexpr AttrSpec op_elu_attrs[] = {
-    {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_elu_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_elu = {"elu", 1, 1, 0x0, 1, op_elu_attrs, 1, op_elu_signatures, 1, InPlace::kAlways};
 
 // embedding: rows of `weight` picked by integer indices
 inline constexpr AttrSpec op_embedding_attrs[] = {
-    {"padding_idx", AttrKind::kInt, false, true, false, -1.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"padding_idx", AttrKind::kInt, false, true, false, -1.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, -1.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_embedding_signatures[] = {{dtypes_8c41980022, 2, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_embedding = {"embedding", 2, 2, 0x0, 1, op_embedding_attrs, 1, op_embedding_signatures, 1, InPlace::kNone};
@@ -150,22 +153,22 @@ inline constexpr OpSchema op_exp = {"exp", 1, 1, 0x0, 1, nullptr, 0, op_exp_sign
 
 // expand: broadcast to `shape`
 inline constexpr AttrSpec op_expand_attrs[] = {
-    {"shape", AttrKind::kInts, true, true, false, 0.0, 0.0, 0, 8, nullptr, 0, nullptr, 0},
+    {"shape", AttrKind::kInts, true, true, false, 0.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_expand_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_expand = {"expand", 1, 1, 0x0, 1, op_expand_attrs, 1, op_expand_signatures, 1, InPlace::kNone};
 
 // gelu: x * Phi(x): erf form, or the tanh approximation
 inline constexpr AttrSpec op_gelu_attrs[] = {
-    {"approximate", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_49484034b7, 2, nullptr, 0},
+    {"approximate", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_49484034b7, 2, nullptr, 0, true, 0.0, "none", nullptr, 0},
 };
 inline constexpr DTypeSignature op_gelu_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_gelu = {"gelu", 1, 1, 0x0, 1, op_gelu_attrs, 1, op_gelu_signatures, 1, InPlace::kAlways};
 
 // group_norm: normalize each of `groups` channel groups, then * w + b per channel
 inline constexpr AttrSpec op_group_norm_attrs[] = {
-    {"groups", AttrKind::kInt, true, true, true, 1.0, 16777216.0, 0, -1, nullptr, 0, nullptr, 0},
-    {"eps", AttrKind::kFloat, false, true, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"groups", AttrKind::kInt, true, true, true, 1.0, 16777216.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"eps", AttrKind::kFloat, false, true, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1e-05, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_group_norm_signatures[] = {{dtypes_3c4bd49986, 3, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_group_norm = {"group_norm", 1, 3, 0x6, 1, op_group_norm_attrs, 2, op_group_norm_signatures, 1, InPlace::kNone};
@@ -180,40 +183,40 @@ inline constexpr OpSchema op_hardswish = {"hardswish", 1, 1, 0x0, 1, nullptr, 0,
 
 // hardtanh: clamp(x, min_val, max_val) (relu6 = hardtanh 0..6)
 inline constexpr AttrSpec op_hardtanh_attrs[] = {
-    {"min_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
-    {"max_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"min_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, -1.0, nullptr, nullptr, 0},
+    {"max_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_hardtanh_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_hardtanh = {"hardtanh", 1, 1, 0x0, 1, op_hardtanh_attrs, 2, op_hardtanh_signatures, 1, InPlace::kAlways};
 
 // index_select: the entries `indices` (1-D) of x along `axis` (torch.index_select; not torch.gather)
 inline constexpr AttrSpec op_index_select_attrs[] = {
-    {"axis", AttrKind::kInt, false, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"axis", AttrKind::kInt, false, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_index_select_signatures[] = {{dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_index_select = {"index_select", 2, 2, 0x0, 1, op_index_select_attrs, 1, op_index_select_signatures, 1, InPlace::kNone};
 
 // layer_norm: normalize over the last normalized_ndim dimensions, then * w + b
 inline constexpr AttrSpec op_layer_norm_attrs[] = {
-    {"normalized_ndim", AttrKind::kInt, false, true, true, 0.0, 8.0, 0, -1, nullptr, 0, nullptr, 0},
-    {"eps", AttrKind::kFloat, false, true, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"normalized_ndim", AttrKind::kInt, false, true, true, 0.0, 8.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
+    {"eps", AttrKind::kFloat, false, true, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1e-05, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_layer_norm_signatures[] = {{dtypes_3c4bd49986, 3, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_layer_norm = {"layer_norm", 1, 3, 0x6, 1, op_layer_norm_attrs, 2, op_layer_norm_signatures, 1, InPlace::kNone};
 
 // leaky_relu: x if x > 0 else alpha * x
 inline constexpr AttrSpec op_leaky_relu_attrs[] = {
-    {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.01, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_leaky_relu_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_leaky_relu = {"leaky_relu", 1, 1, 0x0, 1, op_leaky_relu_attrs, 1, op_leaky_relu_signatures, 1, InPlace::kAlways};
 
 // linear: x @ w.T + b, then the fused activation
 inline constexpr AttrSpec op_linear_attrs[] = {
-    {"activation", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_cd948e8ba6, 12, nullptr, 0},
-    {"min_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
-    {"max_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
-    {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"activation", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_cd948e8ba6, 12, nullptr, 0, true, 0.0, "none", nullptr, 0},
+    {"min_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, -1.0, nullptr, nullptr, 0},
+    {"max_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
+    {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.01, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_linear_signatures[] = {{dtypes_3c4bd49986, 3, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_linear = {"linear", 2, 3, 0x4, 1, op_linear_attrs, 4, op_linear_signatures, 1, InPlace::kNone};
@@ -224,7 +227,7 @@ inline constexpr OpSchema op_log = {"log", 1, 1, 0x0, 1, nullptr, 0, op_log_sign
 
 // log_softmax: log of softmax along `dim`
 inline constexpr AttrSpec op_log_softmax_attrs[] = {
-    {"dim", AttrKind::kInt, false, true, true, -8.0, 7.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"dim", AttrKind::kInt, false, true, true, -8.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, true, -1.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_log_softmax_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_log_softmax = {"log_softmax", 1, 1, 0x0, 1, op_log_softmax_attrs, 1, op_log_softmax_signatures, 1, InPlace::kNone};
@@ -235,11 +238,11 @@ inline constexpr OpSchema op_matmul = {"matmul", 2, 2, 0x0, 1, nullptr, 0, op_ma
 
 // max_pool2d: max over each window (PyTorch's MaxPool2d)
 inline constexpr AttrSpec op_max_pool2d_attrs[] = {
-    {"kernel", AttrKind::kInts, true, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0},
-    {"stride", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0},
-    {"padding", AttrKind::kInts, false, true, true, 0.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0},
-    {"dilation", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0},
-    {"ceil_mode", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2},
+    {"kernel", AttrKind::kInts, true, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"stride", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"padding", AttrKind::kInts, false, true, true, 0.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, true, 0.0, nullptr, defaults_0a3f2c23f6, 2},
+    {"dilation", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, true, 0.0, nullptr, defaults_5a731f4601, 2},
+    {"ceil_mode", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_max_pool2d_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_max_pool2d = {"max_pool2d", 1, 1, 0x0, 1, op_max_pool2d_attrs, 5, op_max_pool2d_signatures, 1, InPlace::kNone};
@@ -250,8 +253,8 @@ inline constexpr OpSchema op_maximum = {"maximum", 2, 2, 0x0, 1, nullptr, 0, op_
 
 // mean: mean over `axes`
 inline constexpr AttrSpec op_mean_attrs[] = {
-    {"axes", AttrKind::kInts, false, true, true, -8.0, 7.0, 0, 8, nullptr, 0, nullptr, 0},
-    {"keepdim", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2},
+    {"axes", AttrKind::kInts, false, true, true, -8.0, 7.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"keepdim", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_mean_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_mean = {"mean", 1, 1, 0x0, 1, op_mean_attrs, 2, op_mean_signatures, 1, InPlace::kNone};
@@ -270,16 +273,16 @@ inline constexpr OpSchema op_neg = {"neg", 1, 1, 0x0, 1, nullptr, 0, op_neg_sign
 
 // pad: constant padding
 inline constexpr AttrSpec op_pad_attrs[] = {
-    {"pads", AttrKind::kInts, true, true, false, 0.0, 0.0, 0, 16, nullptr, 0, nullptr, 0},
-    {"mode", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_f1496a128f, 1, nullptr, 0},
-    {"value", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"pads", AttrKind::kInts, true, false, false, 0.0, 0.0, 0, 16, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"mode", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_f1496a128f, 1, nullptr, 0, true, 0.0, "constant", nullptr, 0},
+    {"value", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_pad_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_pad = {"pad", 1, 1, 0x0, 1, op_pad_attrs, 3, op_pad_signatures, 1, InPlace::kNone};
 
 // permute: dimensions reordered
 inline constexpr AttrSpec op_permute_attrs[] = {
-    {"perm", AttrKind::kInts, true, true, true, 0.0, 7.0, 0, 8, nullptr, 0, nullptr, 0},
+    {"perm", AttrKind::kInts, true, true, true, 0.0, 7.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_permute_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_permute = {"permute", 1, 1, 0x0, 1, op_permute_attrs, 1, op_permute_signatures, 1, InPlace::kNone};
@@ -302,7 +305,7 @@ inline constexpr OpSchema op_relu = {"relu", 1, 1, 0x0, 1, nullptr, 0, op_relu_s
 
 // reshape: the same elements in a new shape
 inline constexpr AttrSpec op_reshape_attrs[] = {
-    {"shape", AttrKind::kInts, true, true, false, -1.0, 0.0, 0, 8, nullptr, 0, nullptr, 0},
+    {"shape", AttrKind::kInts, true, true, false, -1.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_reshape_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_reshape = {"reshape", 1, 1, 0x0, 1, op_reshape_attrs, 1, op_reshape_signatures, 1, InPlace::kNone};
@@ -325,25 +328,25 @@ inline constexpr OpSchema op_sin = {"sin", 1, 1, 0x0, 1, nullptr, 0, op_sin_sign
 
 // slice: x[starts:ends:steps] along `axes` (Python clamping of starts/ends)
 inline constexpr AttrSpec op_slice_attrs[] = {
-    {"axes", AttrKind::kInts, true, true, true, 0.0, 7.0, 0, 8, nullptr, 0, nullptr, 0},
-    {"starts", AttrKind::kInts, true, false, false, 0.0, 0.0, 0, 8, nullptr, 0, nullptr, 0},
-    {"ends", AttrKind::kInts, true, false, false, 0.0, 0.0, 0, 8, nullptr, 0, nullptr, 0},
-    {"steps", AttrKind::kInts, false, true, false, 1.0, 0.0, 0, 8, nullptr, 0, nullptr, 0},
+    {"axes", AttrKind::kInts, true, true, true, 0.0, 7.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"starts", AttrKind::kInts, true, false, false, 0.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"ends", AttrKind::kInts, true, false, false, 0.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"steps", AttrKind::kInts, false, true, false, 1.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_slice_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_slice = {"slice", 1, 1, 0x0, 1, op_slice_attrs, 4, op_slice_signatures, 1, InPlace::kNone};
 
 // softmax: exp(x - max) / sum along `dim`
 inline constexpr AttrSpec op_softmax_attrs[] = {
-    {"dim", AttrKind::kInt, false, true, true, -8.0, 7.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"dim", AttrKind::kInt, false, true, true, -8.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, true, -1.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_softmax_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_softmax = {"softmax", 1, 1, 0x0, 1, op_softmax_attrs, 1, op_softmax_signatures, 1, InPlace::kNone};
 
 // softplus: log(1 + exp(beta x)) / beta, or x where beta x > threshold
 inline constexpr AttrSpec op_softplus_attrs[] = {
-    {"beta", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
-    {"threshold", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0},
+    {"beta", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
+    {"threshold", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 20.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_softplus_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_softplus = {"softplus", 1, 1, 0x0, 1, op_softplus_attrs, 2, op_softplus_signatures, 1, InPlace::kAlways};
@@ -358,8 +361,8 @@ inline constexpr OpSchema op_sub = {"sub", 2, 2, 0x0, 1, nullptr, 0, op_sub_sign
 
 // sum: sum over `axes`
 inline constexpr AttrSpec op_sum_attrs[] = {
-    {"axes", AttrKind::kInts, false, true, true, -8.0, 7.0, 0, 8, nullptr, 0, nullptr, 0},
-    {"keepdim", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2},
+    {"axes", AttrKind::kInts, false, true, true, -8.0, 7.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"keepdim", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_sum_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_sum = {"sum", 1, 1, 0x0, 1, op_sum_attrs, 2, op_sum_signatures, 1, InPlace::kNone};
@@ -370,17 +373,17 @@ inline constexpr OpSchema op_tanh = {"tanh", 1, 1, 0x0, 1, nullptr, 0, op_tanh_s
 
 // upsample_bilinear2d: F.interpolate(mode="bilinear") to `size`, or by `scales`
 inline constexpr AttrSpec op_upsample_bilinear2d_attrs[] = {
-    {"size", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0},
-    {"scales", AttrKind::kFloats, false, true, false, 0.0, 0.0, 2, 2, nullptr, 0, nullptr, 0},
-    {"align_corners", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2},
+    {"size", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"scales", AttrKind::kFloats, false, true, false, 0.0, 0.0, 2, 2, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"align_corners", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_upsample_bilinear2d_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_upsample_bilinear2d = {"upsample_bilinear2d", 1, 1, 0x0, 1, op_upsample_bilinear2d_attrs, 3, op_upsample_bilinear2d_signatures, 1, InPlace::kNone};
 
 // upsample_nearest2d: F.interpolate(mode="nearest") to `size`, or by `scales`
 inline constexpr AttrSpec op_upsample_nearest2d_attrs[] = {
-    {"size", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0},
-    {"scales", AttrKind::kFloats, false, true, false, 0.0, 0.0, 2, 2, nullptr, 0, nullptr, 0},
+    {"size", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"scales", AttrKind::kFloats, false, true, false, 0.0, 0.0, 2, 2, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_upsample_nearest2d_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_upsample_nearest2d = {"upsample_nearest2d", 1, 1, 0x0, 1, op_upsample_nearest2d_attrs, 2, op_upsample_nearest2d_signatures, 1, InPlace::kNone};

@@ -222,7 +222,6 @@ py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list
   for (const auto& kv : items) attr_offsets.push_back(build_attr(fbb, kv.first, kv.second));
   fbb.Finish(dtm::CreateNodeDirect(fbb, op.c_str(), nullptr, nullptr, &attr_offsets, op.c_str()));
   const dtm::Node* node = flatbuffers::GetRoot<dtm::Node>(fbb.GetBufferPointer());
-  const Attrs node_attrs(node);
 
   // Inputs (None = absent optional input).
   std::vector<TensorView> in(inputs.size());
@@ -253,6 +252,11 @@ py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list
                               ") in kernel set '" + set +
                               "' (not built for this architecture, not supported by this CPU, or no such set)"));
   }
+
+  // As the loader does: the attributes against the catalogue, whose defaults the kernel then reads.
+  const Status attr_check = check_attrs(*k->schema, node);
+  if (!attr_check.ok()) throw_status(Status(StatusCode::kInvalidArgument, attr_check.message()));
+  const Attrs node_attrs(node, k->schema);
 
   uint64_t absent = 0;
   for (size_t i = 0; i < inputs.size() && i < 64; ++i)

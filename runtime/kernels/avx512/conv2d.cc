@@ -123,7 +123,7 @@ void pack_weights(ThreadPool* pool, int64_t groups, int64_t og, int64_t kg, cons
 Status prepare(const Attrs& attrs, const TensorView* in, int n_in, void* dst, size_t* bytes) {
   *bytes = 0;
   if (n_in < 2 || in[1].data == nullptr || in[1].dtype != DType::kFloat32 || in[1].shape.ndim != 4) return Status::Ok();
-  const int64_t groups = attrs.get_int("groups", 1);
+  const int64_t groups = attrs.get_int("groups");
   const int64_t o = in[1].shape.dims[0], cg = in[1].shape.dims[1], kh = in[1].shape.dims[2], kw = in[1].shape.dims[3];
   if (groups < 1 || o < 1 || o % groups != 0 || cg < 1 || kh < 1 || kw < 1) return Status::Ok();
   const int64_t og = o / groups;

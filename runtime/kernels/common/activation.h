@@ -59,7 +59,7 @@ static_assert(sizeof(ops::kFusedActivations) / sizeof(ops::kFusedActivations[0])
 // Reads the fused `activation` attribute (and min_val/max_val/alpha where it uses them). The loader has held the
 // value against the catalogue, so an unknown name here means a caller that skipped the loader (run_kernel).
 inline Status parse_activation(const char* op, const Attrs& attrs, Activation* out) {
-  const char* s = attrs.get_string("activation", "none");
+  const char* s = attrs.get_string("activation");
   constexpr int kCount = static_cast<int>(ActKind::kGeluTanh) + 1;
   int idx = 0;
   while (idx < kCount && std::strcmp(s, ops::kFusedActivations[idx]) != 0) ++idx;
@@ -75,10 +75,10 @@ inline Status parse_activation(const char* op, const Attrs& attrs, Activation* o
     a.lo = 0.0f;
     a.hi = 6.0f;
   } else if (a.kind == ActKind::kHardtanh) {
-    a.lo = static_cast<float>(attrs.get_float("min_val", -1.0));
-    a.hi = static_cast<float>(attrs.get_float("max_val", 1.0));
+    a.lo = static_cast<float>(attrs.get_float("min_val"));
+    a.hi = static_cast<float>(attrs.get_float("max_val"));
   } else if (a.kind == ActKind::kLeakyRelu) {
-    a.alpha = static_cast<float>(attrs.get_float("alpha", 0.01));
+    a.alpha = static_cast<float>(attrs.get_float("alpha"));
   }
   *out = a;
   return Status::Ok();

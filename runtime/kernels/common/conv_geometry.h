@@ -26,11 +26,10 @@ struct ConvGeometry {
 // Reads the geometry of conv2d inputs `in` (x, w) with output shape `out`.
 inline Status conv_geometry(const char* op, const Attrs& attrs, const TensorView* in, const Shape& out,
                             ConvGeometry* g) {
-  const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
   int64_t stride[2] = {}, pad[4] = {}, dil[2] = {};
-  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "stride", 2, stride, one2));
-  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "padding", 4, pad, zero4));
-  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "dilation", 2, dil, one2));
+  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "stride", 2, stride, nullptr));
+  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "padding", 4, pad, nullptr));
+  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "dilation", 2, dil, nullptr));
   DTORCH_RETURN_IF_ERROR(parse_activation(op, attrs, &g->act));
   g->n = in[0].shape.dims[0];
   g->c = in[0].shape.dims[1];
@@ -39,7 +38,7 @@ inline Status conv_geometry(const char* op, const Attrs& attrs, const TensorView
   g->o = in[1].shape.dims[0];
   g->kh = in[1].shape.dims[2];
   g->kw = in[1].shape.dims[3];
-  g->groups = attrs.get_int("groups", 1);
+  g->groups = attrs.get_int("groups");
   g->cg = g->groups > 0 ? g->c / g->groups : 0;
   g->og = g->groups > 0 ? g->o / g->groups : 0;
   g->sh = stride[0];

@@ -26,7 +26,7 @@ inline Status reduce_plan(const char* op, const Attrs& attrs, const TensorView* 
   int na = 0;
   const bool all = !attrs.has("axes");
   if (!all) DTORCH_RETURN_IF_ERROR(get_ints_list(op, attrs, "axes", kMaxDims, axes, &na, true));
-  const bool keep = attrs.get_int("keepdim", 0) != 0;
+  const bool keep = attrs.get_int("keepdim") != 0;
   for (int d = 0; d < s.ndim; ++d) p->reduced[d] = all;
   for (int i = 0; i < na; ++i) {
     int a = 0;
@@ -72,6 +72,35 @@ inline void reduce_sum(const ReducePlan& p, const Shape& s, const float* x, doub
       idx[d] = 0;
     }
   }
+}
+
+// The kernels' infer: the reduced shape, and one double accumulator per output element as scratch.
+inline Status reduce_infer(const char* op, const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out,
+                           size_t* scratch_bytes) {
+  ReducePlan p;
+  DTORCH_RETURN_IF_ERROR(reduce_plan(op, attrs, in, n_in, n_out, &p));
+  out[0] = p.out;
+  *scratch_bytes = static_cast<size_t>(p.out.numel()) * sizeof(double);
+  return Status::Ok();
+}
+
+// The kernels' run: the sums in the scratch, each output their sum (`mean`: divided once by the count).
+inline Status reduce_run(const char* op, const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out,
+                         int n_out, bool mean) {
+  ReducePlan p;
+  DTORCH_RETURN_IF_ERROR(reduce_plan(op, *ctx.attrs, in, n_in, n_out, &p));
+  const int64_t n = p.out.numel();
+  if (ctx.scratch_bytes < static_cast<size_t>(n) * sizeof(double))
+    return op_error(StatusCode::kInternal, op, "scratch of %zu bytes is smaller than the %zu bytes infer asked for",
+                    ctx.scratch_bytes, static_cast<size_t>(n) * sizeof(double));
+  double* acc = static_cast<double*>(ctx.scratch);
+  reduce_sum(p, in[0].shape, in[0].as<const float>(), acc, n);
+  float* y = out[0].as<float>();
+  if (mean)
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(acc[i] / static_cast<double>(p.count));
+  else
+    for (int64_t i = 0; i < n; ++i) y[i] = static_cast<float>(acc[i]);
+  return Status::Ok();
 }
 
 }  // inline namespace DTORCH_ISA

@@ -20,7 +20,7 @@ inline Status softmax_check(const char* op, const Attrs& attrs, const TensorView
   DTORCH_RETURN_IF_ERROR(check_dtype(op, "input", in[0], DType::kFloat32));
   const Shape& s = in[0].shape;
   int dim = 0;
-  DTORCH_RETURN_IF_ERROR(normalize_axis(op, "dim", attrs.get_int("dim", -1), s.ndim, &dim));
+  DTORCH_RETURN_IF_ERROR(normalize_axis(op, "dim", attrs.get_int("dim"), s.ndim, &dim));
   rows->outer = 1;
   rows->inner = 1;
   rows->len = s.ndim > 0 ? s.dims[dim] : 1;

@@ -83,8 +83,9 @@ inline bool optional_present(const TensorView* inputs, int n_in, int i) {
   return i < n_in && (inputs[i].data != nullptr || inputs[i].shape.ndim > 0);
 }
 
-// Reads an ints attribute that must have exactly `count` values; `fallback` (count values) when absent,
-// or an error when fallback is null (a required attribute).
+// Reads an ints attribute that must have exactly `count` values: the file's, else the catalogue's default, else
+// `fallback` (count values: what the kernel takes when the catalogue says "not given", e.g. stride = the kernel),
+// else an error (a required attribute).
 inline Status get_ints_exact(const char* op, const Attrs& attrs, const char* name, int count, int64_t* out,
                              const int64_t* fallback) {
   int64_t tmp[kMaxDims * 2];

@@ -21,13 +21,12 @@ Status geometry(const Attrs& attrs, const TensorView* in, int n_in, Geo* g) {
   DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", in[0], DType::kFloat32));
   DTORCH_RETURN_IF_ERROR(kernels::check_rank(kOp, "input (N, C, H, W)", in[0], 4));
   int64_t k[2] = {}, s[2] = {}, p[2] = {};
-  const int64_t zero2[2] = {0, 0};
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "kernel", 2, k, nullptr));
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "stride", 2, s, k));
-  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "padding", 2, p, zero2));
-  const bool ceil_mode = attrs.get_int("ceil_mode", 0) != 0;
-  g->include_pad = attrs.get_int("count_include_pad", 1) != 0;
-  g->divisor = attrs.get_int("divisor_override", 0);
+  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "padding", 2, p, nullptr));
+  const bool ceil_mode = attrs.get_int("ceil_mode") != 0;
+  g->include_pad = attrs.get_int("count_include_pad") != 0;
+  g->divisor = attrs.get_int("divisor_override");
   if (g->divisor < 0)
     return op_error(StatusCode::kInvalidModel, kOp, "divisor_override must be >= 0 (0 = none), got %lld",
                     (long long)g->divisor);

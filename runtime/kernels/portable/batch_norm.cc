@@ -38,7 +38,7 @@ Status infer(const Attrs&, const TensorView* in, int n_in, Shape* out, int n_out
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
   DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
   DTORCH_RETURN_IF_ERROR(check(in, n_in));
-  const float eps = static_cast<float>(ctx.attrs->get_float("eps", 1e-5));
+  const float eps = static_cast<float>(ctx.attrs->get_float("eps"));
   const int64_t n = in[0].shape.dims[0], c = in[0].shape.dims[1];
   const int64_t inner = c > 0 && n > 0 ? in[0].shape.numel() / (n * c) : 0;
   const float* x = in[0].as<const float>();

@@ -15,7 +15,7 @@ Status check(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
   const Shape& s0 = in[0].shape;
   DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input 0", in[0], DType::kFloat32));
   if (s0.ndim < 1) return op_error(StatusCode::kInvalidArgument, kOp, "inputs must have at least 1 dimension");
-  DTORCH_RETURN_IF_ERROR(kernels::normalize_axis(kOp, "axis", attrs.get_int("axis", 0), s0.ndim, axis));
+  DTORCH_RETURN_IF_ERROR(kernels::normalize_axis(kOp, "axis", attrs.get_int("axis"), s0.ndim, axis));
   Shape o = s0;
   for (int i = 1; i < n_in; ++i) {
     const Shape& s = in[i].shape;

@@ -37,12 +37,11 @@ Status geometry(const Attrs& attrs, const TensorView* in, int n_in, Geo* g) {
   DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "weight", w, DType::kFloat32));
   DTORCH_RETURN_IF_ERROR(kernels::check_rank(kOp, "input (N, C, H, W)", x, 4));
   DTORCH_RETURN_IF_ERROR(kernels::check_rank(kOp, "weight (O, C/groups, kh, kw)", w, 4));
-  const int64_t one2[2] = {1, 1}, zero4[4] = {0, 0, 0, 0};
   int64_t stride[2] = {}, pad[4] = {}, dil[2] = {};
-  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "stride", 2, stride, one2));
-  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "padding", 4, pad, zero4));
-  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "dilation", 2, dil, one2));
-  const int64_t groups = attrs.get_int("groups", 1);
+  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "stride", 2, stride, nullptr));
+  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "padding", 4, pad, nullptr));
+  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "dilation", 2, dil, nullptr));
+  const int64_t groups = attrs.get_int("groups");
   DTORCH_RETURN_IF_ERROR(kernels::parse_activation(kOp, attrs, &g->act));
   DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "stride", stride, 2, kernels::kMaxAttrValue));
   DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "dilation", dil, 2, kernels::kMaxAttrValue));

@@ -9,26 +9,15 @@ namespace {
 
 constexpr const char* kOp = "elu";
 
-struct Params {
-  float alpha = 1.0f;
-};
-
-Status parse(const Attrs& attrs, Params* p) {
-  p->alpha = static_cast<float>(attrs.get_float("alpha", 1.0));
-  return Status::Ok();
-}
-
-Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
+Status infer(const Attrs&, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
   *scratch_bytes = 0;
-  Params p;
-  DTORCH_RETURN_IF_ERROR(parse(attrs, &p));
   return kernels::unary_infer(kOp, in, n_in, out, n_out);
 }
 
+// The loader has held the attributes against the catalogue (types, values, defaults).
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-  Params p;
-  DTORCH_RETURN_IF_ERROR(parse(*ctx.attrs, &p));
-  return kernels::unary_run(kOp, ctx, in, n_in, out, n_out, [p](float x) { return kernels::elu_f(x, p.alpha); });
+  const float alpha = static_cast<float>(ctx.attrs->get_float("alpha"));
+  return kernels::unary_run(kOp, ctx, in, n_in, out, n_out, [alpha](float x) { return kernels::elu_f(x, alpha); });
 }
 
 }  // namespace

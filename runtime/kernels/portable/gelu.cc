@@ -11,7 +11,7 @@ namespace {
 constexpr const char* kOp = "gelu";
 
 Status parse(const Attrs& attrs, bool* use_tanh) {
-  const char* a = attrs.get_string("approximate", "none");
+  const char* a = attrs.get_string("approximate");
   if (std::strcmp(a, "none") == 0) {
     *use_tanh = false;
   } else if (std::strcmp(a, "tanh") == 0) {

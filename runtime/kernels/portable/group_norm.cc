@@ -20,7 +20,7 @@ Status check(const Attrs& attrs, const TensorView* in, int n_in, int64_t* groups
     return op_error(StatusCode::kInvalidArgument, kOp, "input must have at least 2 dimensions (N, C, ...), got %s",
                     ::dtorch::shape_str(x.shape).c_str());
   const int64_t c = x.shape.dims[1];
-  const int64_t g = attrs.get_int("groups", -1);
+  const int64_t g = attrs.get_int("groups");
   if (g < 1) return op_error(StatusCode::kInvalidModel, kOp, "attribute 'groups' must be >= 1, got %lld", (long long)g);
   if (c % g != 0)
     return op_error(StatusCode::kInvalidArgument, kOp, "input has %lld channels, which groups=%lld does not divide",
@@ -44,7 +44,7 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
   int64_t groups = 0;
   DTORCH_RETURN_IF_ERROR(check(*ctx.attrs, in, n_in, &groups));
-  const double eps = ctx.attrs->get_float("eps", 1e-5);
+  const double eps = ctx.attrs->get_float("eps");
   const int64_t n = in[0].shape.dims[0], c = in[0].shape.dims[1];
   const int64_t inner = n * c > 0 ? in[0].shape.numel() / (n * c) : 0;
   const int64_t cg = c / groups, len = cg * inner;

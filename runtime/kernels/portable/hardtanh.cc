@@ -14,8 +14,8 @@ struct Params {
 };
 
 Status parse(const Attrs& attrs, Params* p) {
-  p->lo = static_cast<float>(attrs.get_float("min_val", -1.0));
-  p->hi = static_cast<float>(attrs.get_float("max_val", 1.0));
+  p->lo = static_cast<float>(attrs.get_float("min_val"));
+  p->hi = static_cast<float>(attrs.get_float("max_val"));
   if (!(p->lo <= p->hi))
     return kernels::op_error(StatusCode::kInvalidModel, kOp, "min_val (%g) must not be greater than max_val (%g)",
                              static_cast<double>(p->lo), static_cast<double>(p->hi));

@@ -19,7 +19,7 @@ Status check(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
     return op_error(StatusCode::kInvalidArgument, kOp, "indices must be 1-D, got shape %s",
                     ::dtorch::shape_str(in[1].shape).c_str());
   if (in[0].shape.ndim < 1) return op_error(StatusCode::kInvalidArgument, kOp, "input must have at least 1 dimension");
-  DTORCH_RETURN_IF_ERROR(kernels::normalize_axis(kOp, "axis", attrs.get_int("axis", 0), in[0].shape.ndim, axis));
+  DTORCH_RETURN_IF_ERROR(kernels::normalize_axis(kOp, "axis", attrs.get_int("axis"), in[0].shape.ndim, axis));
   *out = in[0].shape;
   out->dims[*axis] = in[1].shape.dims[0];
   return Status::Ok();

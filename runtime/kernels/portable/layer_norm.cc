@@ -16,7 +16,7 @@ Status check(const Attrs& attrs, const TensorView* in, int n_in, int64_t* rows, 
   DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 1, 3));
   const TensorView& x = in[0];
   DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", x, DType::kFloat32));
-  const int64_t nd = attrs.get_int("normalized_ndim", 1);
+  const int64_t nd = attrs.get_int("normalized_ndim");
   if (nd < 1 || nd > x.shape.ndim)
     return op_error(StatusCode::kInvalidArgument, kOp,
                     "normalized_ndim %lld must be between 1 and the input's rank (input %s)", (long long)nd,
@@ -54,7 +54,7 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
   int64_t rows = 0, d = 0;
   DTORCH_RETURN_IF_ERROR(check(*ctx.attrs, in, n_in, &rows, &d));
-  const double eps = ctx.attrs->get_float("eps", 1e-5);
+  const double eps = ctx.attrs->get_float("eps");
   const float* x = in[0].as<const float>();
   const float* w = kernels::optional_present(in, n_in, 1) ? in[1].as<const float>() : nullptr;
   const float* b = kernels::optional_present(in, n_in, 2) ? in[2].as<const float>() : nullptr;

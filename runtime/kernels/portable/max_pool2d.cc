@@ -22,12 +22,11 @@ Status geometry(const Attrs& attrs, const TensorView* in, int n_in, Geo* g) {
   DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", in[0], DType::kFloat32));
   DTORCH_RETURN_IF_ERROR(kernels::check_rank(kOp, "input (N, C, H, W)", in[0], 4));
   int64_t k[2] = {}, s[2] = {}, p[2] = {}, d[2] = {};
-  const int64_t zero2[2] = {0, 0}, one2[2] = {1, 1};
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "kernel", 2, k, nullptr));
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "stride", 2, s, k));
-  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "padding", 2, p, zero2));
-  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "dilation", 2, d, one2));
-  const bool ceil_mode = attrs.get_int("ceil_mode", 0) != 0;
+  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "padding", 2, p, nullptr));
+  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "dilation", 2, d, nullptr));
+  const bool ceil_mode = attrs.get_int("ceil_mode") != 0;
   DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "kernel", k, 2, kernels::kMaxAttrValue));
   DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "stride", s, 2, kernels::kMaxAttrValue));
   DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "padding", p, 2, kernels::kMaxAttrValue));

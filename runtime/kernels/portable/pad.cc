@@ -13,7 +13,7 @@ constexpr const char* kOp = "pad";
 Status plan(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int64_t* lo) {
   DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 1, 1));
   DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", in[0], DType::kFloat32));
-  const char* mode = attrs.get_string("mode", "constant");
+  const char* mode = attrs.get_string("mode");
   if (std::strcmp(mode, "constant") != 0)
     return op_error(StatusCode::kUnsupported, kOp, "mode \"%s\" is not supported; only \"constant\" is", mode);
   const Shape& s = in[0].shape;
@@ -53,7 +53,7 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   Shape o;
   int64_t lo[kMaxDims];
   DTORCH_RETURN_IF_ERROR(plan(*ctx.attrs, in, n_in, &o, lo));
-  const float value = static_cast<float>(ctx.attrs->get_float("value", 0.0));
+  const float value = static_cast<float>(ctx.attrs->get_float("value"));
   const Shape& s = in[0].shape;
   const float* x = in[0].as<const float>();
   float* y = out[0].as<float>();

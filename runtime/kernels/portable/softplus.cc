@@ -14,8 +14,8 @@ struct Params {
 };
 
 Status parse(const Attrs& attrs, Params* p) {
-  p->beta = static_cast<float>(attrs.get_float("beta", 1.0));
-  p->threshold = static_cast<float>(attrs.get_float("threshold", 20.0));
+  p->beta = static_cast<float>(attrs.get_float("beta"));
+  p->threshold = static_cast<float>(attrs.get_float("threshold"));
   if (p->beta == 0.0f) return kernels::op_error(StatusCode::kInvalidModel, kOp, "beta must not be 0");
   return Status::Ok();
 }

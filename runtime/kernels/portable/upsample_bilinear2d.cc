@@ -23,7 +23,7 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
   kernels::ResampleAxis ah, aw;
   DTORCH_RETURN_IF_ERROR(kernels::resample_geometry(kOp, *ctx.attrs, in, n_in, n_out, &ah, &aw));
-  const bool align = ctx.attrs->get_int("align_corners", 0) != 0;
+  const bool align = ctx.attrs->get_int("align_corners") != 0;
   const float* x = in[0].as<const float>();
   float* y = out[0].as<float>();
   const int64_t planes = in[0].shape.dims[0] * in[0].shape.dims[1];

@@ -11,7 +11,7 @@ import torch.nn.functional as F
 from .helpers import _C, assert_close, rand, run
 
 
-@pytest.mark.parametrize("axis", [0, 1, 2, -1])
+@pytest.mark.parametrize("axis", [0, 1, 2])  # the catalogue's axis is in [0, 7]: the exporter normalizes it
 def test_concat(axis):
     rng = np.random.default_rng(40)
     shapes = [(2, 3, 4), (2, 3, 4), (2, 3, 4)]
@@ -99,7 +99,7 @@ def test_errors_name_the_op():
         _C.run_kernel("embedding", {}, [np.array([1, 10], np.int64), rand(rng, 10, 3)])
     with pytest.raises(ValueError, match=r"expand: cannot expand input \[2, 3\] to shape \[2, 4\]"):
         run("expand", dict(shape=[2, 4]), [x])
-    with pytest.raises(NotImplementedError, match=r"pad: mode \"reflect\" is not supported"):
+    with pytest.raises(ValueError, match=r"pad attribute 'mode' is \"reflect\", expected one of \"constant\""):
         run("pad", dict(pads=[1, 1], mode="reflect"), [x])
-    with pytest.raises(Exception, match=r"slice: steps must be > 0"):
+    with pytest.raises(Exception, match=r"slice attribute 'steps' is 0, outside \[1, inf\]"):
         run("slice", dict(axes=[0], starts=[0], ends=[2], steps=[0]), [x])
