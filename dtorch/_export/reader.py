@@ -19,7 +19,7 @@ from ..dtm.AttrType import AttrType
 from ..dtm.Model import Model as FModel
 from .errors import DtmFormatError
 from .planner import PlanNode, verify_plan
-from .writer import DTYPE_CODES, FILE_IDENTIFIER, FORMAT_VERSION, KIND_CODES
+from .writer import DTYPE_CODES, FILE_IDENTIFIER, FORMAT_VERSION, KIND_CODES, NodeSpec
 
 __all__ = ["DtmFile", "DtmNode", "DtmTensor", "read_dtm"]
 
@@ -39,13 +39,7 @@ class DtmTensor:
     data: np.ndarray | None = None  # constants only
 
 
-@dataclass
-class DtmNode:
-    op: str
-    inputs: list[int]
-    outputs: list[int]
-    attrs: dict[str, Any]
-    name: str
+DtmNode = NodeSpec  # a node as read: the writer's description of one
 
 
 @dataclass

@@ -30,6 +30,22 @@ def _grads_for(mask: tuple[bool, ...], values: tuple[Any, ...]) -> tuple[Any, ..
     return tuple(v for present, v in zip(mask, values) if present)
 
 
+def _needs(fn: Function) -> tuple[bool, bool, bool]:
+    """Which of (input, weight, bias) want a gradient; weight and bias only where they were given (fn.mask)."""
+    it = iter(fn.needs_input_grad)
+    need_x = next(it)
+    return need_x, bool(fn.mask[1] and next(it)), bool(fn.mask[2] and next(it))  # type: ignore[attr-defined]
+
+
+def _scale_shift(xhat: np.ndarray, weight: Any, bias: Any, shape: tuple[int, ...]) -> tuple[np.ndarray, Any]:
+    """xhat * weight + bias (each optional, reshaped to `shape`) in the wide dtype, and the reshaped weight."""
+    w = None if weight is None else wide(weight).reshape(shape)
+    y = xhat.copy() if w is None else xhat * w
+    if bias is not None:
+        y += wide(bias).reshape(shape)
+    return y, w
+
+
 class BatchNorm(Function):
     """y = (x - mean) / sqrt(var + eps) * weight + bias over channel dim 1 of (N, C, *).
 
@@ -88,10 +104,7 @@ class BatchNorm(Function):
         saved, mean, invstd = self.saved
         n, c = self.in_shape[0], self.in_shape[1]
         g3 = wide(grad).reshape(n, c, _prod(self.in_shape[2:]))
-        it = iter(self.needs_input_grad)
-        need_x = next(it)
-        need_w = self.mask[1] and next(it)
-        need_b = self.mask[2] and next(it)
+        need_x, need_w, need_b = _needs(self)
         w = self.weight
         k = invstd if w is None else w * invstd
         gx = gw = gb = None
@@ -145,20 +158,14 @@ class LayerNorm(Function):
         var = np.einsum("md,md->m", xhat, xhat)[:, None] / d
         invstd = 1.0 / np.sqrt(var + eps)
         xhat *= invstd
-        w = None if weight is None else wide(weight).reshape(-1)
-        y = xhat.copy() if w is None else xhat * w
-        if bias is not None:
-            y += wide(bias).reshape(-1)
+        y, w = _scale_shift(xhat, weight, bias, (-1,))
         self.save(xhat, invstd, w)
         return y.reshape(x.shape).astype(x.dtype, copy=False)
 
     def backward(self, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
         xhat, invstd, w = self.saved
         g2 = wide(grad).reshape(xhat.shape)
-        it = iter(self.needs_input_grad)
-        need_x = next(it)
-        need_w = self.mask[1] and next(it)
-        need_b = self.mask[2] and next(it)
+        need_x, need_w, need_b = _needs(self)
         gx = gw = gb = None
         if need_w:
             gw = np.einsum("md,md->d", g2, xhat).reshape(self.wshape)
@@ -201,20 +208,14 @@ class GroupNorm(Function):
         var = np.einsum("ngcl,ngcl->ng", xhat, xhat)[:, :, None, None] / k
         invstd = 1.0 / np.sqrt(var + eps)
         xhat *= invstd
-        w = None if weight is None else wide(weight).reshape(g, c // g, 1)
-        y = xhat.copy() if w is None else xhat * w
-        if bias is not None:
-            y += wide(bias).reshape(g, c // g, 1)
+        y, w = _scale_shift(xhat, weight, bias, (g, c // g, 1))
         self.save(xhat, invstd, w)
         return y.reshape(x.shape).astype(x.dtype, copy=False)
 
     def backward(self, grad: np.ndarray) -> tuple[np.ndarray | None, ...]:
         xhat, invstd, w = self.saved
         g4 = wide(grad).reshape(xhat.shape)
-        it = iter(self.needs_input_grad)
-        need_x = next(it)
-        need_w = self.mask[1] and next(it)
-        need_b = self.mask[2] and next(it)
+        need_x, need_w, need_b = _needs(self)
         gx = gw = gb = None
         if need_w:
             gw = np.einsum("ngcl,ngcl->gc", g4, xhat).reshape(-1)

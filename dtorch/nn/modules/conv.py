@@ -125,36 +125,34 @@ class _ConvNd(Module):
         return F.pad(input, self._reversed_padding_repeated_twice, mode=self.padding_mode), 0
 
 
-class Conv1d(_ConvNd):
+class _Conv(_ConvNd):
+    """Conv1d / Conv2d: the constructor without output_padding, and a forward through `_conv`."""
+
+    _conv: Any  # the nn.functional convolution of this rank
+
+    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
+                 dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
+                 device: Any = None, dtype: Any = None) -> None:
+        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
+                         padding_mode, device=device, dtype=dtype)
+
+    def forward(self, input: Tensor) -> Tensor:
+        x, pad = self._padded(input)
+        return self._conv(x, self.weight, self.bias, self.stride, pad, self.dilation, self.groups)
+
+
+class Conv1d(_Conv):
     """1-D convolution over (N, C_in, L) -> (N, C_out, L_out)."""
 
     _nd = 1
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-                 dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 device: Any = None, dtype: Any = None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, device=device, dtype=dtype)
-
-    def forward(self, input: Tensor) -> Tensor:
-        x, pad = self._padded(input)
-        return NF.conv1d(x, self.weight, self.bias, self.stride, pad, self.dilation, self.groups)
+    _conv = staticmethod(NF.conv1d)
 
 
-class Conv2d(_ConvNd):
+class Conv2d(_Conv):
     """2-D convolution over (N, C_in, H, W) -> (N, C_out, H_out, W_out)."""
 
     _nd = 2
-
-    def __init__(self, in_channels: int, out_channels: int, kernel_size: Any, stride: Any = 1, padding: Any = 0,
-                 dilation: Any = 1, groups: int = 1, bias: bool = True, padding_mode: str = "zeros",
-                 device: Any = None, dtype: Any = None) -> None:
-        super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
-                         padding_mode, device=device, dtype=dtype)
-
-    def forward(self, input: Tensor) -> Tensor:
-        x, pad = self._padded(input)
-        return NF.conv2d(x, self.weight, self.bias, self.stride, pad, self.dilation, self.groups)
+    _conv = staticmethod(NF.conv2d)
 
 
 class _ConvTransposeNd(_ConvNd):
@@ -165,6 +163,13 @@ class _ConvTransposeNd(_ConvNd):
                  padding_mode: str = "zeros", device: Any = None, dtype: Any = None) -> None:
         super().__init__(in_channels, out_channels, kernel_size, stride, padding, dilation, groups, bias,
                          padding_mode, output_padding, device=device, dtype=dtype)
+
+    _conv: Any  # the nn.functional transposed convolution of this rank
+
+    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
+        opad = self._output_padding(input, output_size)
+        return self._conv(input, self.weight, self.bias, self.stride, self.padding, opad, self.groups,
+                                self.dilation)
 
     def _output_padding(self, input: Tensor, output_size: Any) -> tuple[int, ...]:
         if output_size is None:
@@ -193,19 +198,11 @@ class ConvTranspose1d(_ConvTransposeNd):
     """1-D transposed convolution over (N, C_in, L) -> (N, C_out, L_out)."""
 
     _nd = 1
-
-    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
-        opad = self._output_padding(input, output_size)
-        return NF.conv_transpose1d(input, self.weight, self.bias, self.stride, self.padding, opad, self.groups,
-                                   self.dilation)
+    _conv = staticmethod(NF.conv_transpose1d)
 
 
 class ConvTranspose2d(_ConvTransposeNd):
     """2-D transposed convolution over (N, C_in, H, W) -> (N, C_out, H_out, W_out)."""
 
     _nd = 2
-
-    def forward(self, input: Tensor, output_size: Any = None) -> Tensor:
-        opad = self._output_padding(input, output_size)
-        return NF.conv_transpose2d(input, self.weight, self.bias, self.stride, self.padding, opad, self.groups,
-                                   self.dilation)
+    _conv = staticmethod(NF.conv_transpose2d)
