@@ -53,6 +53,14 @@ int32_t inplace_source(const std::vector<PlanNode>& nodes, size_t i, const std::
   return src;
 }
 
+// Heap sort: std::sort's introsort is ~5 KB of code per comparator in a board binary, the heap ~1 KB, at the same
+// O(n log n).
+template <typename Less>
+void heap_sort(std::vector<size_t>* v, Less less) {
+  std::make_heap(v->begin(), v->end(), less);
+  std::sort_heap(v->begin(), v->end(), less);
+}
+
 bool live_together(const Buffer& a, const Buffer& b) { return a.first <= b.last && b.first <= a.last; }
 
 bool overlap(size_t oa, size_t sa, size_t ob, size_t sb) { return sa > 0 && sb > 0 && oa < ob + sb && ob < oa + sa; }
@@ -71,16 +79,14 @@ size_t place(std::vector<Buffer>* buffers, size_t min_arena) {
     arena = std::max(arena, b[i].offset + b[i].size);
   }
   const auto by_offset = [&](size_t x, size_t y) { return b[x].offset < b[y].offset; };
-  std::sort(placed.begin(), placed.end(), by_offset);
-  // A total order (ids are unique), so any sort gives the same plan. Heap sort: std::sort's introsort is ~5 KB of
-  // code per comparator in a board binary, the heap ~1 KB, at the same O(n log n).
+  heap_sort(&placed, by_offset);  // buffers at one offset may come in any order: the placement is the same
+  // A total order (ids are unique), so any sort gives the same plan.
   const auto before = [&](size_t x, size_t y) {
     if (b[x].size != b[y].size) return b[x].size > b[y].size;
     if (b[x].first != b[y].first) return b[x].first < b[y].first;
     return b[x].id < b[y].id;
   };
-  std::make_heap(order.begin(), order.end(), before);
-  std::sort_heap(order.begin(), order.end(), before);
+  heap_sort(&order, before);
   for (size_t idx : order) {
     Buffer& cur = b[idx];
     size_t offset = 0;
@@ -185,7 +191,7 @@ std::string tensor_plan_error(const std::vector<PlanNode>& nodes, const std::vec
   if ((exact && arena_size != want) || arena_size > SIZE_MAX)
     return format_str("the arena size %llu is not what its offsets need (%llu bytes)",
                       static_cast<unsigned long long>(arena_size), static_cast<unsigned long long>(need));
-  std::sort(planned.begin(), planned.end(), [&](size_t x, size_t y) {
+  heap_sort(&planned, [&](size_t x, size_t y) {
     return life[x].first != life[y].first ? life[x].first < life[y].first : x < y;
   });
   for (size_t ia = 0; ia < planned.size(); ++ia) {
