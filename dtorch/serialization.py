@@ -21,7 +21,7 @@ from typing import IO, Any
 import numpy as np
 from safetensors import SafetensorError, TensorSpec, deserialize, serialize
 
-from ._fileio import write_atomic
+from ._fileio import NotRegularFileError, read_regular, write_atomic
 from .device import check_device
 from .tensor import Tensor
 
@@ -115,7 +115,21 @@ def _to_bytes(obj: Any) -> bytes:
              for k, a in w.arrays.items()}
     data = bytes(serialize(specs, metadata=meta))
     del w  # arrays had to stay alive through serialize()
-    return data
+    return _canonical_header(data)
+
+
+def _canonical_header(data: bytes) -> bytes:
+    """The same file with its __metadata__ keys in sorted order, so that dt.save is byte-reproducible (the
+    safetensors library writes them in hash-map order, which changes from process to process). The tensors'
+    data offsets count from the end of the header, so only the header is rewritten (padded with spaces to a
+    multiple of 8 bytes, as the format asks)."""
+    n = int.from_bytes(data[:8], "little")
+    header = json.loads(data[8:8 + n])
+    if "__metadata__" in header:
+        header["__metadata__"] = dict(sorted(header["__metadata__"].items()))
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
+    text += b" " * (-len(text) % 8)
+    return len(text).to_bytes(8, "little") + text + data[8 + n:]
 
 
 def save(obj: Any, f: str | os.PathLike[str] | IO[bytes]) -> None:
@@ -158,7 +172,10 @@ def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, weight
     if hasattr(f, "read"):
         data = f.read()  # type: ignore[union-attr]
     else:
-        data = Path(f).read_bytes()  # type: ignore[arg-type]
+        try:
+            data = read_regular(f)  # type: ignore[arg-type]
+        except NotRegularFileError as e:
+            raise CheckpointError(f"could not load {name!r}: {e.strerror}") from None
     if data[:2] == b"PK" or data[:1] == b"\x80":
         raise CheckpointError(f"could not load {name!r}: it looks like a pickle/zip checkpoint (e.g. from torch.save); "
                               f"dtorch never unpickles files — convert it to safetensors first")
@@ -167,9 +184,13 @@ def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, weight
         if header_len < 2 or 8 + header_len > len(data):
             raise SafetensorError("header length is out of range")
         header = json.loads(data[8:8 + header_len])
+        if not isinstance(header, dict):
+            raise SafetensorError(f"its header is a JSON {type(header).__name__}, not an object")
         meta = header.get("__metadata__") or {}
+        if not isinstance(meta, dict):
+            raise SafetensorError(f"its __metadata__ is a JSON {type(meta).__name__}, not an object")
         entries = deserialize(data)
-    except (SafetensorError, ValueError, UnicodeDecodeError, json.JSONDecodeError) as e:
+    except (SafetensorError, ValueError, UnicodeDecodeError, RecursionError) as e:
         raise CheckpointError(f"could not load {name!r}: the file is truncated or is not a safetensors checkpoint "
                               f"({e})") from None
     tensors: dict[str, np.ndarray] = {}
@@ -182,13 +203,14 @@ def load(f: str | os.PathLike[str] | IO[bytes], map_location: Any = None, weight
         tensors[key] = arr.reshape(info["shape"])
     try:
         order = [k for k in json.loads(meta.get("dtorch.keys", "[]")) if k in tensors]
-    except (KeyError, ValueError, TypeError, json.JSONDecodeError) as e:
+    except (KeyError, ValueError, TypeError, RecursionError) as e:
         raise CheckpointError(f"could not load {name!r}: its dtorch metadata is damaged ({e})") from None
     if _STRUCT_KEY in meta:
         try:
             return _decode(json.loads(meta[_STRUCT_KEY]), tensors)
-        except (KeyError, TypeError, ValueError, json.JSONDecodeError) as e:
-            raise CheckpointError(f"could not load {name!r}: its dtorch structure record is damaged ({e})") from None
+        except (KeyError, TypeError, ValueError, AttributeError, RecursionError) as e:
+            raise CheckpointError(f"could not load {name!r}: its dtorch structure record is damaged "
+                                  f"({type(e).__name__}: {' '.join(str(e).split())[:200]})") from None
     if len(order) != len(tensors):  # a plain safetensors file from elsewhere: keep the file's data order
         order = sorted((k for k in header if k != "__metadata__"), key=lambda k: header[k]["data_offsets"][0])
     return OrderedDict((k, Tensor._wrap(tensors[k])) for k in order)

@@ -14,6 +14,7 @@ from typing import Any
 
 import numpy as np
 
+from .._fileio import read_regular
 from ..catalogue import ATTR_TYPES, OPSET, check_node
 from ..dtm.AttrType import AttrType
 from ..dtm.Model import Model as FModel
@@ -218,7 +219,7 @@ def read_dtm(path: str | os.PathLike[str]) -> DtmFile:
     """Read and validate a `.dtm` file. Raises `DtmFormatError` (missing, corrupt, or too new a file)."""
     p = Path(os.fspath(path))
     try:
-        buf = p.read_bytes()
+        buf = read_regular(p)
     except FileNotFoundError:
         raise DtmFormatError(f"model file not found: {str(p)!r}") from None
     except OSError as e:

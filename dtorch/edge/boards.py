@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._fileio import read_regular
+
 if sys.version_info >= (3, 11):
     import tomllib
 else:  # pragma: no cover - exercised on Python 3.10 only
@@ -501,7 +503,7 @@ def load_board_file(path: str | os.PathLike[str]) -> Board:
     """Load and validate one board file."""
     p = Path(path)
     try:
-        raw = p.read_bytes()
+        raw = read_regular(p, limit=1 << 20)
     except FileNotFoundError:
         raise BoardError("no such board file", path=p) from None
     except OSError as e:

@@ -31,6 +31,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .._fileio import read_regular
+
 __all__ = ["DTYPES", "KernelCatalog", "OpList", "OpListError", "kernel_catalog"]
 
 
@@ -86,7 +88,7 @@ class OpList:
         p = Path(path)
         where = repr(str(p))
         try:
-            text = p.read_text(encoding="utf-8")
+            text = read_regular(p, limit=_MAX_YAML_BYTES).decode("utf-8")
         except FileNotFoundError:
             raise OpListError(f"op list not found: {where}; write one with `dtorch-edge ops record` or by hand "
                               f"({_EXAMPLE})") from None
@@ -198,12 +200,36 @@ def _did_you_mean(word: object, choices: Iterable[str]) -> str:
     return f" (did you mean {close[0]}?)" if close else ""
 
 
+_MAX_YAML_BYTES = 1 << 20
+_MAX_YAML_DEPTH = 32
+_MAX_YAML_ALIASES = 16  # with at most 16 aliases a file expands to a few hundred nodes at most
+
+
 def _load_yaml(text: str, where: str) -> Any:
     """yaml.safe_load, refusing duplicate keys (YAML would keep the last silently) and with one-line errors."""
     import yaml
 
     class _Loader(yaml.SafeLoader):
-        pass
+        """Bounded: nesting deeper than _MAX_YAML_DEPTH or more than _MAX_YAML_ALIASES aliases (a billion-laughs
+        file) is refused with one line instead of a RecursionError or an error message of megabytes."""
+
+        depth = 0
+        aliases = 0
+
+        def compose_node(self, parent: Any, index: Any) -> Any:
+            if self.check_event(yaml.AliasEvent):
+                self.aliases += 1
+                if self.aliases > _MAX_YAML_ALIASES:
+                    raise OpListError(f"{where} uses more than {_MAX_YAML_ALIASES} YAML aliases; an op list "
+                                      f"needs none")
+            self.depth += 1
+            try:
+                if self.depth > _MAX_YAML_DEPTH:
+                    raise OpListError(f"{where} nests deeper than {_MAX_YAML_DEPTH} levels; an op list is one "
+                                      f"mapping of operator -> dtypes")
+                return super().compose_node(parent, index)
+            finally:
+                self.depth -= 1
 
     def mapping(loader: yaml.SafeLoader, node: yaml.MappingNode) -> dict[Any, Any]:
         seen: set[Any] = set()

@@ -446,13 +446,16 @@ static Status finish_create(std::unique_ptr<Session::Impl> impl, const SessionOp
 Status Session::Create(const std::string& path, const SessionOptions& options, std::unique_ptr<Session>* out) {
   auto impl = std::make_unique<Impl>();
 #ifdef DTORCH_HAVE_MMAP
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  // O_NONBLOCK: opening a FIFO without a writer would block forever; on a regular file it changes nothing.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
     return error_status(StatusCode::kIOError, "cannot open model file '%s': %s", path.c_str(), std::strerror(errno));
   struct stat sb;
   if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
     ::close(fd);
-    return error_status(StatusCode::kIOError, "model path '%s' is not a regular file", path.c_str());
+    const char* kind = S_ISDIR(sb.st_mode) ? "a directory" : S_ISFIFO(sb.st_mode) ? "a FIFO (named pipe)"
+                       : S_ISCHR(sb.st_mode) || S_ISBLK(sb.st_mode) ? "a device" : "not a regular file";
+    return error_status(StatusCode::kIOError, "model path '%s' is %s; give the .dtm file itself", path.c_str(), kind);
   }
   const size_t size = static_cast<size_t>(sb.st_size);
   if (size == 0) {
