@@ -18,6 +18,7 @@ import hashlib
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -239,6 +240,8 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
         host_plan = None if plan.board.name == "host" or not verify else make_plan("host", ops=op_list, root=root)
     except (BoardError, ToolchainError, PlanError, OpListError) as e:
         raise BuildError(str(e)) from None
+    dist = Path(out) / plan.board.name
+    _check_out(Path(out), dist)  # before any work: a build of minutes must not fail at its last step
     jobs = jobs or os.cpu_count() or 1
 
     def ops_file(p: Any) -> Path:  # the op list SCons reads (the same plan, so the same variant folder)
@@ -298,8 +301,91 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
     with tempfile.TemporaryDirectory() as d:
         kernel_bytes = _kernel_bytes(plan, root, Path(d))
 
-    dist = Path(out) / plan.board.name
-    dist.mkdir(parents=True, exist_ok=True)
+    # The bundle is written into a folder beside the target and swapped in whole: the target is always the old
+    # bundle or the new one, never a mix (a build killed here leaves a hidden folder the next build removes).
+    stage = Path(tempfile.mkdtemp(prefix=f".{dist.name}.build-{os.getpid()}-", dir=dist.parent))
+    umask = os.umask(0)
+    os.umask(umask)
+    os.chmod(stage, 0o777 & ~umask)  # a bundle folder like mkdir makes one (mkdtemp's is 0700)
+    try:
+        result = _write_bundle(stage, plan, exe, model_paths, op_list, full_bytes, kernel_bytes, verified,
+                               up_to_date, __version__, CORE_FLAGS)
+        _swap_in(stage, dist)
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    result.dist = dist
+    return result
+
+
+def _check_out(out: Path, dist: Path) -> None:
+    """--out must be (or become) a folder this process can write into: say so in one line before the build."""
+    for p in (out, *out.parents):
+        if p.exists():
+            if not p.is_dir():
+                raise BuildError(f"--out {str(out)!r}: {str(p)!r} is a file, not a folder; choose another --out")
+            break
+    try:
+        dist.parent.mkdir(parents=True, exist_ok=True)
+        fd, probe = tempfile.mkstemp(prefix=".probe-", dir=dist.parent)
+        os.close(fd)
+        os.unlink(probe)
+    except OSError as e:
+        raise BuildError(f"--out {str(out)!r} is not a folder this build can write into: "
+                         f"{e.strerror or e}; choose another --out") from None
+    if dist.exists() and not dist.is_dir():
+        raise BuildError(f"{str(dist)!r} is a file, not a bundle folder; remove it or choose another --out")
+    _remove_stale_stages(dist)
+
+
+def _remove_stale_stages(dist: Path) -> None:
+    """Hidden stage folders of builds into `dist` that were killed (their pid is gone)."""
+    pattern = re.compile(re.escape(f".{dist.name}.build-") + r"(\d+)-.*")
+    for e in dist.parent.iterdir():
+        m = pattern.fullmatch(e.name)
+        if m is not None and e.is_dir() and not _pid_alive(int(m.group(1))):
+            shutil.rmtree(e, ignore_errors=True)
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError):
+        return True
+    return True
+
+
+def _swap_in(stage: Path, dist: Path) -> None:
+    """Make `stage` the bundle at `dist`: one atomic exchange of the two folders where the kernel offers it
+    (renameat2 RENAME_EXCHANGE), else two renames (the old bundle moved aside, the new one in)."""
+    if not dist.exists():
+        os.rename(stage, dist)
+        return
+    if _exchange(stage, dist):
+        return  # `stage` now holds the old bundle; the caller removes it
+    aside = Path(tempfile.mkdtemp(prefix=f".{dist.name}.build-{os.getpid()}-old-", dir=dist.parent))
+    os.rename(dist, aside / "bundle")
+    os.rename(stage, dist)
+    shutil.rmtree(aside, ignore_errors=True)
+
+
+def _exchange(a: Path, b: Path) -> bool:
+    import ctypes
+    import ctypes.util
+
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6", use_errno=True)
+        renameat2 = libc.renameat2
+    except (OSError, AttributeError):
+        return False
+    at_fdcwd, rename_exchange = -100, 2
+    return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
+
+
+def _write_bundle(dist: Path, plan: Any, exe: Path, model_paths: Sequence[Path], op_list: OpList,
+                  full_bytes: int | None, kernel_bytes: dict[str, int], verified: list[str], up_to_date: bool,
+                  version: str, core_flags: Sequence[str]) -> BuildResult:
     files: dict[str, Path] = {"dtorch-run": exe}
     if len(model_paths) == 1:
         files["model.dtm"] = model_paths[0]
@@ -313,10 +399,10 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
         "board": plan.board.name, "arch": plan.board.arch,
         "toolchain": {"name": plan.toolchain.family, "version": plan.found.version},
         "profile": plan.profile,
-        "flags": {"cxxflags": list(plan.compile_flags), "core_cxxflags": list(CORE_FLAGS),
+        "flags": {"cxxflags": list(plan.compile_flags), "core_cxxflags": list(core_flags),
                   "ldflags": list(plan.link_flags),
                   "libs": list(plan.flags.libs), "lto": plan.flags.lto},
-        "dtorch_version": __version__, "runtime_version": plan.runtime_version,
+        "dtorch_version": version, "runtime_version": plan.runtime_version,
         "runtime_hash": plan.runtime_hash, "opset_hash": plan.opset_hash,
         "ops": op_list.entries(),
         "models": [{"file": n, "sha256": _sha256(p)} for n, p in files.items() if n != "dtorch-run"],

@@ -149,3 +149,46 @@ def test_unknown_profile_is_refused(model, tmp_path):
     assert not (tmp_path / "dist").exists()
     r = CliRunner().invoke(main, ["build", "--board", "rk3588", "--model", str(model), "--profile", "tiny"])
     assert r.exit_code == 2 and "'tiny' is not one of 'speed', 'size'" in r.output
+
+
+def test_out_that_cannot_be_a_folder_is_refused_before_the_build(model, tmp_path):
+    (tmp_path / "some_file").write_text("x")
+    for out, message in [(tmp_path / "some_file" / "dist", "is a file, not a folder"),
+                         (Path("/proc/dtorch-out"), "is not a folder this build can write into")]:
+        r = CliRunner().invoke(main, ["build", "--board", "host", "--model", str(model), "--out", str(out), "--quiet"])
+        lines = [x for x in r.output.strip().splitlines() if x.startswith("error:")]
+        assert r.exit_code == 1 and len(lines) == 1 and message in lines[0], r.output
+        assert "building" not in r.output
+
+
+def test_a_rebuild_swaps_the_whole_bundle_and_cleans_up(model, tmp_path):
+    import os
+
+    from dtorch.edge.build import _swap_in
+
+    out = tmp_path / "dist"
+    dead = subprocess.run(["python3", "-c", "import os; print(os.getpid())"], capture_output=True, text=True,
+                          check=True).stdout.strip()
+    out.mkdir()
+    stale = out / f".host.build-{dead}-abc123"  # a stage left by a build that was killed
+    stale.mkdir()
+    (stale / "dtorch-run").write_text("partial")
+    assert invoke("build", "--board", "host", "--model", str(model), "--out", str(out), "--quiet").exit_code == 0
+    first = json.loads((out / "host" / "manifest.json").read_text())
+    assert sorted(p.name for p in out.iterdir()) == ["host"]  # the stale stage is gone, no stage is left
+    assert oct((out / "host").stat().st_mode & 0o777) == oct(0o777 & ~_umask())
+    # the swap itself: the target is the old folder or the new one, never a mix
+    new = tmp_path / "new"
+    new.mkdir()
+    (new / "manifest.json").write_text("{}")
+    _swap_in(new, out / "host")
+    assert sorted(os.listdir(out / "host")) == ["manifest.json"] and (out / "host" / "manifest.json").read_text() == "{}"
+    assert json.loads((new / "manifest.json").read_text()) == first  # the old bundle, for the caller to remove
+
+
+def _umask() -> int:
+    import os
+
+    m = os.umask(0)
+    os.umask(m)
+    return m

@@ -135,3 +135,30 @@ def test_bad_arguments(tree: Path) -> None:
         DatasetFolder(tree, loader=None, extensions=(".png",))
     with pytest.raises(ValueError, match="exactly one of extensions and is_valid_file"):
         DatasetFolder(tree, loader=np.load)
+
+
+@pytest.mark.parametrize("workers", [0, 2])
+def test_a_truncated_image_names_its_file_and_index(tree: Path, workers: int) -> None:
+    bad = tree / "dog" / "b.png"
+    noise = np.random.default_rng(0).integers(0, 255, (64, 64, 3), dtype=np.uint8)
+    Image.fromarray(noise).save(bad)
+    bad.write_bytes(bad.read_bytes()[:4000])  # a PNG cut short inside its image data
+    ds = ImageFolder(str(tree), transform=T.ToTensor())
+    index = [p for p, _ in ds.samples].index(str(bad))
+    with pytest.raises(Exception) as e:
+        for _ in DataLoader(ds, batch_size=1, num_workers=workers):
+            pass
+    msg = str(e.value)
+    assert f"cannot load sample {index}" in msg and str(bad) in msg, msg
+
+
+def test_a_symlink_loop_is_not_followed_and_is_named(tree: Path) -> None:
+    os.symlink(tree / "dog", tree / "dog" / "puppies" / "again")  # dog/puppies/again -> dog: a loop
+    with pytest.warns(UserWarning, match=r"puppies/again' is a symbolic link back to .*dog'"):
+        ds = ImageFolder(str(tree))
+    dogs = [p for p, c in ds.samples if c == ds.class_to_idx["dog"]]
+    assert len(dogs) == len(set(dogs)) == 3  # each image once
+    os.unlink(tree / "dog" / "puppies" / "again")
+    os.symlink(tree / "bird", tree / "cat" / "birds")  # not a loop: followed, as torchvision does
+    ds = ImageFolder(str(tree))
+    assert any("/cat/birds/x.webp" in p for p, _ in ds.samples)

@@ -6,6 +6,7 @@ Classes are the sorted names of the subfolders of `root`; a sample is `(loader(p
 from __future__ import annotations
 
 import os
+import warnings
 from collections.abc import Callable
 from typing import Any
 
@@ -61,6 +62,8 @@ def make_dataset(directory: PathLike, class_to_idx: dict[str, int] | None = None
     """(path, class index) for every valid file under each class folder, in sorted order.
 
     A file is valid if it has one of `extensions`, or if `is_valid_file(path)` says so (give exactly one).
+    Symbolic links are followed (as torchvision does), except one that leads back to a folder it is inside: that
+    loop would list the same files again and again, so it is not entered and a warning names it.
     """
     directory = _check_root(directory)
     if class_to_idx is None:
@@ -84,7 +87,7 @@ def make_dataset(directory: PathLike, class_to_idx: dict[str, int] | None = None
         target_dir = os.path.join(directory, target_class)
         if not os.path.isdir(target_dir):
             continue
-        for folder, _, fnames in sorted(os.walk(target_dir, followlinks=True)):
+        for folder, fnames in _walk(target_dir):
             for fname in sorted(fnames):
                 path = os.path.join(folder, fname)
                 if is_valid(path):
@@ -100,6 +103,26 @@ def make_dataset(directory: PathLike, class_to_idx: dict[str, int] | None = None
         raise FileNotFoundError(f"Found no valid file for the classes {', '.join(empty)} in '{directory}'. {what}. "
                                 "Add files to those folders, remove the folders, or pass allow_empty=True.")
     return instances
+
+
+def _walk(top: str) -> list[tuple[str, list[str]]]:
+    """(folder, file names) under `top`, following symbolic links but not into a loop, in torchvision's order."""
+    out = []
+    for folder, dirnames, fnames in os.walk(top, followlinks=True):
+        real, up = os.path.realpath(folder), os.path.dirname(folder)
+        loop = None
+        while folder != top and len(up) >= len(top):
+            if os.path.realpath(up) == real:
+                loop = up
+                break
+            up = os.path.dirname(up)
+        if loop is not None:
+            dirnames[:] = []
+            warnings.warn(f"dataset folder {folder!r} is a symbolic link back to {loop!r}; not followed (a loop "
+                          f"would list the same files again and again)", stacklevel=4)
+            continue
+        out.append((folder, fnames))
+    return sorted(out)
 
 
 def pil_loader(path: str) -> Image.Image:
@@ -153,7 +176,10 @@ class DatasetFolder(Dataset[tuple[Any, int]]):
 
     def __getitem__(self, index: int) -> tuple[Any, Any]:
         path, target = self.samples[index]
-        sample = self.loader(path)
+        try:
+            sample = self.loader(path)
+        except OSError as e:  # Pillow's "image file is truncated", "cannot identify image file", a vanished file
+            raise OSError(f"{type(self).__name__}: cannot load sample {index}, {path!r}: {e}") from e
         if self.transform is not None:
             sample = self.transform(sample)
         out_target: Any = target
