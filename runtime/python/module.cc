@@ -16,6 +16,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -408,7 +409,11 @@ class PySession {
     d["metadata"] = i.metadata;
     return d;
   }
-  uint64_t arena_bytes() const { return session_->arena_bytes(); }
+  uint64_t arena_bytes() const {
+    py::gil_scoped_release release;  // never wait for the lock holding the GIL: its holder may need the GIL
+    std::lock_guard<std::mutex> lock(*run_mutex_);
+    return session_->arena_bytes();
+  }
   py::list node_kernels() const {
     py::list l;
     for (const auto& k : session_->node_kernels()) l.append(py::make_tuple(k.op, dtype_name(k.dtype), k.kernel_set));
@@ -421,9 +426,14 @@ class PySession {
     const auto& ins = session_->inputs();
     for (size_t i = 0; i < arrays.size(); ++i)
       keep.push_back(as_view(arrays[i], "input '" + (i < ins.size() ? ins[i].name : std::to_string(i)) + "'", &views[i]));
+    // A Session serves one Run at a time (its plan, arena and outputs are per session; runtime.h): calls from
+    // several Python threads take turns here. The lock is taken without the GIL (so a waiting thread never
+    // blocks the one that runs) and held until the outputs are copied out.
+    std::unique_lock<std::mutex> lock(*run_mutex_, std::defer_lock);
     Status st;
     {
       py::gil_scoped_release release;
+      lock.lock();
       st = session_->Run(views.data(), views.size());
     }
     if (!st.ok()) throw_status(st);
@@ -460,6 +470,7 @@ class PySession {
  private:
   std::unique_ptr<Session> session_;
   py::object keep_;
+  std::unique_ptr<std::mutex> run_mutex_ = std::make_unique<std::mutex>();  // one Run (and its copies) at a time
 };
 
 }  // namespace

@@ -57,6 +57,10 @@ struct ModelInfo {
 // Seconds on a monotonic clock (CLOCK_MONOTONIC): differences time runs; the origin is unspecified.
 double monotonic_seconds();
 
+// Threads: a Session holds one execution state (the current plan, its arena and the outputs), so Run, RunProfiled,
+// output() and arena_bytes() must not be called from two threads at once; callers serialize them (the Python
+// binding takes a per-session lock around Run and the copies of its outputs). The loaded model, its weights and
+// prepared kernels are read-only after Create, and separate Sessions share nothing.
 class Session {
  public:
   static Status Create(const std::string& path, const SessionOptions& options, std::unique_ptr<Session>* out);
