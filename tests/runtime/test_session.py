@@ -118,7 +118,7 @@ def test_bad_constructor_arguments(tmp_path) -> None:  # type: ignore[no-untyped
         rt.InferenceSession(str(tmp_path / "missing.dtm"))
     with pytest.raises(TypeError, match=r"needs a path or the model's bytes"):
         rt.InferenceSession(123)  # type: ignore[arg-type]
-    with pytest.raises(OSError, match=r"not a regular file"):
+    with pytest.raises(OSError, match=r"is a directory; give the .dtm file itself"):
         rt.InferenceSession(str(tmp_path))
 
 
