@@ -346,3 +346,20 @@ def chain_reference(x: np.ndarray, g: DtmBuilder) -> np.ndarray:
     b = np.frombuffer(g.blobs[0], np.float32)
     s = np.frombuffer(g.blobs[1], np.float32).reshape(1, 8)
     return -(np.maximum(x + b, 0) * s) + x
+
+
+def conv_linear_model(rng: np.random.Generator, channels: int, size: int) -> bytes:
+    """x (batch, 3, size, size) -> conv2d 3x3 (relu) -> reshape -> linear -> y (batch, 5), weights from `rng`."""
+    g = DtmBuilder()
+    x = g.input("x", ["batch", 3, size, size])
+    w = g.const("w", rng.standard_normal((channels, 3, 3, 3)).astype(np.float32))
+    b = g.const("b", rng.standard_normal(channels).astype(np.float32))
+    lw = g.const("lw", rng.standard_normal((5, channels * size * size)).astype(np.float32))
+    c, f = g.tensor("c", ["batch", channels, size, size]), g.tensor("f", ["batch", channels * size * size])
+    y = g.output("y", ["batch", 5])
+    g.node("conv2d", [x, w, b], [c], {"stride": [1, 1], "padding": [1, 1, 1, 1], "dilation": [1, 1], "groups": 1,
+                                      "activation": "relu"})
+    g.node("reshape", [c], [f], {"shape": [0, -1]})
+    g.node("linear", [f, lw, -1], [y])
+    return g.build()
+

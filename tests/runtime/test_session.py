@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from dtm_builder import DtmBuilder, chain_model, chain_reference, relu_model
+from dtm_builder import DtmBuilder, chain_model, chain_reference, conv_linear_model, relu_model
 
 import dtorch
 import dtorch.runtime as rt
@@ -155,18 +155,7 @@ def test_conv_linear_threads_identical_bits() -> None:
     if not {("conv2d", "float32"), ("linear", "float32")} <= have:
         pytest.skip("conv2d/linear kernels not built yet")
     rng = np.random.default_rng(5)
-    g = DtmBuilder()
-    x = g.input("x", ["batch", 3, 9, 9])
-    w = g.const("w", rng.standard_normal((8, 3, 3, 3)).astype(np.float32))
-    b = g.const("b", rng.standard_normal(8).astype(np.float32))
-    lw = g.const("lw", rng.standard_normal((5, 8 * 9 * 9)).astype(np.float32))
-    c, f = g.tensor("c", ["batch", 8, 9, 9]), g.tensor("f", ["batch", 648])
-    y = g.output("y", ["batch", 5])
-    g.node("conv2d", [x, w, b], [c], {"stride": [1, 1], "padding": [1, 1, 1, 1], "dilation": [1, 1], "groups": 1,
-                                      "activation": "relu"})
-    g.node("reshape", [c], [f], {"shape": [0, -1]})
-    g.node("linear", [f, lw, -1], [y])
-    data = g.build()
+    data = conv_linear_model(rng, 8, 9)
     xv = rng.standard_normal((3, 3, 9, 9)).astype(np.float32)
     outs = [rt.InferenceSession(data, threads=t).run(None, {"x": xv})[0] for t in (1, 2)]
     assert outs[0].shape == (3, 5) and outs[0].tobytes() == outs[1].tobytes()
