@@ -23,12 +23,13 @@ int main(int argc, char** argv) {
     v.shape = in_shapes[k];
     views.push_back(v);
   }
-  if (st.ok()) st = s->Run(views.data(), views.size());
+  RunResult result;
+  if (st.ok()) st = s->Run(views.data(), views.size(), &result);
   if (!st.ok()) {
     print_to(stderr, "%s\n", st.message().c_str());
     return 1;
   }
-  const TensorView y = s->output(0);
+  const TensorView y = result.output(0);
   print_to(stdout, "%g\n", y.dtype == DType::kFloat32 ? static_cast<double>(*static_cast<const float*>(y.data)) : 0.0);
   return 0;
 }

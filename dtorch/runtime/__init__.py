@@ -114,10 +114,11 @@ class InferenceSession:
     ``"fast"`` (default: the fastest this CPU has, e.g. the AVX-512 FMA set, within 1e-5 x the output scale
     of the portable kernels), ``"exact"`` (only kernels with the portable kernels' bits: a host result then
     matches an emulated or real board bit for bit) or ``"portable"`` (the reference kernels only).
-    Threads: ``run`` may be called from several threads at once; calls on one session take turns (a lock around
-    each run and the copies of its outputs; the GIL is released while a run waits and computes), so every result
-    is the one a single thread would get. For runs in parallel, use one session per thread (the file's weights are
-    memory-mapped, so sessions on one path share them in the page cache).
+    Threads: ``run`` may be called from several threads at once, and those calls run in parallel (the GIL is
+    released while a run computes): the weights and prepared kernels are shared, and each call works in an
+    execution state of its own (plan, arena, outputs) from the session's small pool of idle ones, so every result
+    is the one a single thread would get. With ``threads > 1`` the session's worker threads serve one call at a
+    time; a call that finds them busy computes on its own thread (the same bits).
     """
 
     def __init__(self, path_or_bytes: str | os.PathLike[str] | bytes | bytearray | memoryview,

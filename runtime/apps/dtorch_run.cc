@@ -334,26 +334,26 @@ int main(int argc, char** argv) {
     std::fflush(stdout);
   };
 
-
+  RunResult result;  // every run below reuses its execution state
   if (!views.empty()) {
-    st = session->Run(views.data(), views.size());
+    st = session->Run(views.data(), views.size(), &result);
     if (!st.ok()) return fail(st.message());
     first_output();
     for (size_t k = 0; k < output_paths.size(); ++k) {
-      st = npy::save(output_paths[k], session->output(k));
+      st = npy::save(output_paths[k], result.output(k));
       if (!st.ok()) return fail(st.message());
     }
     if (json) {
       std::string outs;
       for (size_t k = 0; k < n_out; ++k)
         outs += std::string(k ? ", " : "") + "{\"name\": " + json_str(session->outputs()[k].name) +
-                ", \"dtype\": " + json_str(dtype_name(session->output(k).dtype)) +
-                ", \"shape\": " + shape_str(session->output(k).shape) + "}";
+                ", \"dtype\": " + json_str(dtype_name(result.output(k).dtype)) +
+                ", \"shape\": " + shape_str(result.output(k).shape) + "}";
       report += ", \"outputs\": [" + outs + "]";
     } else if (output_paths.empty()) {
       for (size_t k = 0; k < n_out; ++k)
-        print_to(stdout, "output %s: %s %s\n", session->outputs()[k].name.c_str(), dtype_name(session->output(k).dtype),
-                    shape_str(session->output(k).shape).c_str());
+        print_to(stdout, "output %s: %s %s\n", session->outputs()[k].name.c_str(), dtype_name(result.output(k).dtype),
+                    shape_str(result.output(k).shape).c_str());
     }
   }
 
@@ -377,13 +377,13 @@ int main(int argc, char** argv) {
 
   int exit_code = 0;
   if (self_test) {
-    st = session->Run(tv_views.data(), tv_views.size());
+    st = session->Run(tv_views.data(), tv_views.size(), &result);
     if (!st.ok()) return fail(st.message());
     first_output();
     bool pass = true;
     double worst = 0.0;
     for (size_t k = 0; k < n_out; ++k) {
-      const TensorView got = session->output(k);
+      const TensorView got = result.output(k);
       if (got.shape != tv_out_shapes[k]) {
         print_to(stdout, "self-test FAIL: output '%s' has shape %s, expected %s\n", session->outputs()[k].name.c_str(),
                     shape_str(got.shape).c_str(), shape_str(tv_out_shapes[k]).c_str());
@@ -412,13 +412,13 @@ int main(int argc, char** argv) {
 
   const std::vector<TensorView>& bv = views.empty() ? tv_views : views;
   if (bench > 0) {
-    st = session->Run(bv.data(), bv.size());  // warm-up (plans memory)
+    st = session->Run(bv.data(), bv.size(), &result);  // warm-up (plans memory)
     if (!st.ok()) return fail(st.message());
     first_output();
     std::vector<double> ms(static_cast<size_t>(bench));
     for (int r = 0; r < bench; ++r) {
       const double t0 = monotonic_seconds();
-      st = session->Run(bv.data(), bv.size());
+      st = session->Run(bv.data(), bv.size(), &result);
       const double t1 = monotonic_seconds();
       if (!st.ok()) return fail(st.message());
       ms[static_cast<size_t>(r)] = 1e3 * (t1 - t0);
@@ -438,7 +438,7 @@ int main(int argc, char** argv) {
       const size_t nn = kernels.size();
       std::vector<double> per_run(nn), all(nn * static_cast<size_t>(bench));
       for (int r = 0; r < bench; ++r) {
-        st = session->RunProfiled(bv.data(), bv.size(), per_run.data());
+        st = session->RunProfiled(bv.data(), bv.size(), per_run.data(), &result);
         if (!st.ok()) return fail(st.message());
         for (size_t i = 0; i < nn; ++i) all[i * static_cast<size_t>(bench) + static_cast<size_t>(r)] = per_run[i];
       }
@@ -466,7 +466,7 @@ int main(int argc, char** argv) {
   }
 
   for (int r = 0; r < repeat; ++r) {  // nothing timed, nothing printed: the same instructions every time
-    st = session->Run(bv.data(), bv.size());
+    st = session->Run(bv.data(), bv.size(), &result);
     if (!st.ok()) return fail(st.message());
     first_output();
   }
@@ -478,7 +478,7 @@ int main(int argc, char** argv) {
                 "\"heap_peak_bytes\": %zu, \"model_bytes\": %lld, \"runtime_peak_bytes\": %lld, "
                 "\"process_peak_rss_bytes\": %s}}\n",
                 threads, json_str(kernel_policy_name(kernels)).c_str(),
-                report.c_str(), static_cast<unsigned long long>(session->arena_bytes()), heap_peak, model_bytes,
+                report.c_str(), static_cast<unsigned long long>(result.arena_bytes()), heap_peak, model_bytes,
                 static_cast<long long>(heap_peak) + (model_bytes > 0 ? model_bytes : 0),
                 rss < 0 ? "null" : std::to_string(rss).c_str());
     std::fflush(stdout);

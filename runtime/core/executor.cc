@@ -1,11 +1,16 @@
-// Session: owns the model bytes (memory map, aligned copy, or a borrowed buffer), the validated model,
-// the thread pool, and the memory of the current plan. At load, the file's example input shapes go through
-// every node and the file's memory plan is checked at them (planner.h: check_tensor_plan). The first Run with a
-// given set of input shapes infers every shape, lays out one arena -- the file's plan at the example shapes (kernel
-// scratch fitted around it), the planner's (greedy-by-size) for other sizes -- and allocates the arena and the
-// output buffers; later Runs with the same shapes only bind the caller's input views and run the kernels,
-// allocating nothing.
+// Session: owns the model bytes (memory map, aligned copy, or a borrowed buffer), the validated model, the thread
+// pool, and the idle execution states (ExecState: one plan, its arena and output buffers). At load, the file's
+// example input shapes go through every node and the file's memory plan is checked at them (planner.h:
+// check_tensor_plan). The first Run of an execution state with a given set of input shapes infers every shape, lays
+// out one arena -- the file's plan at the example shapes (kernel scratch fitted around it), the planner's
+// (greedy-by-size) for other sizes -- and allocates the arena and the output buffers; later Runs of that state with
+// the same shapes only bind the caller's input views and run the kernels, allocating nothing. Each Run works in the
+// state its RunResult holds (taken from the idle list, or made, when it holds none), so Runs on several threads
+// share only what is read-only after load (runtime.h).
+#include <pthread.h>
+
 #include <algorithm>
+#include <atomic>
 #include <cstdlib>
 #include <cstring>
 #include <new>
@@ -22,6 +27,7 @@
 #include <cstdio>
 #endif
 
+#include "core/lock.h"
 #include "core/model.h"
 #include "core/planner.h"
 #include "dtm_generated.h"
@@ -112,6 +118,19 @@ Status check_declared_shape(const NodeInfo& n, const TensorInfo& ti, const Shape
 
 }  // namespace
 
+// One Run's working memory: the plan for one set of input shapes, its arena and the output buffers.
+struct ExecState {
+  bool planned = false;
+  std::vector<Shape> planned_shapes;                  // per model input
+  std::vector<TensorView> views;                      // per tensor
+  std::vector<size_t> scratch_offset, scratch_bytes;  // per node
+  std::vector<PlanNode> plan_nodes;                   // per node (the session's, with this plan's scratch)
+  AlignedBlock arena;
+  size_t arena_size = 0;
+  std::vector<AlignedBlock> out_blocks;        // per model output
+  std::vector<TensorView> node_in, node_out;   // per-node argument arrays (sized once)
+};
+
 struct Session::Impl {
   // The model bytes.
   const uint8_t* bytes = nullptr;
@@ -124,40 +143,63 @@ struct Session::Impl {
   LoadedModel m;
   ThreadPool* pool = nullptr;
   uint64_t max_tensor_bytes = 0, max_arena_bytes = 0;  // SessionOptions
-
-  // The current plan.
-  bool planned = false;
-  std::vector<Shape> planned_shapes;           // per model input
-  std::vector<TensorView> views;               // per tensor
-  std::vector<size_t> scratch_offset, scratch_bytes;  // per node
-  AlignedBlock arena;
-  size_t arena_size = 0;
-  std::vector<AlignedBlock> out_blocks;        // per model output
-  std::vector<TensorView> node_in, node_out;   // per-node argument arrays (sized once)
   std::vector<AlignedBlock> prepared;          // per node: what its kernel's prepare kept (load time)
   std::vector<size_t> prepared_bytes;
+  std::vector<PlanNode> plan_nodes;            // per node (set once at load; scratch_bytes 0)
 
-  Status prepare_kernels();
+  // Idle execution states, at most max_idle (capacity reserved at load, so handing one back allocates nothing).
+  pthread_mutex_t states_mu = PTHREAD_MUTEX_INITIALIZER;
+  std::vector<ExecState*> idle;
+  size_t max_idle = 0;
+  std::atomic<uint64_t> last_arena_size{0};
 
   ~Impl() {
+    for (ExecState* st : idle) delete st;
     delete pool;
 #ifdef DTORCH_HAVE_MMAP
     if (map != nullptr) munmap(map, map_size);
 #endif
   }
 
-  Status check_inputs(const TensorView* in, size_t n) const;
-  Status plan(const TensorView* in);  // infer_shapes + layout
-  Status infer_shapes(const Shape* in);
-  Status layout(const Shape* in);
-  std::vector<PlanNode> plan_nodes;  // per node (set once at load; scratch_bytes per plan)
+  Status prepare_kernels();
   void set_plan_nodes();
-  std::vector<PlanTensor> plan_tensors() const;
-  Status check_file_plan() const;
-  Status execute(const TensorView* in, double* node_seconds);
+  ExecState* acquire();  // an idle state, or a new one (null: out of memory)
+  void release(ExecState* st);
+
+  Status check_inputs(const TensorView* in, size_t n) const;
+  Status plan(ExecState& s, const TensorView* in) const;  // infer_shapes + layout
+  Status infer_shapes(ExecState& s, const Shape* in) const;
+  Status layout(ExecState& s, const Shape* in) const;
+  std::vector<PlanTensor> plan_tensors(const ExecState& s) const;
+  Status check_file_plan(const ExecState& s) const;
+  Status execute(ExecState& s, const TensorView* in, double* node_seconds) const;
   // check_inputs, plan when the input shapes changed, execute (node_seconds may be null).
-  Status run(const TensorView* in, size_t n, double* node_seconds);
+  Status run(ExecState& s, const TensorView* in, size_t n, double* node_seconds);
 };
+
+ExecState* Session::Impl::acquire() {
+  {
+    Lock lock(&states_mu);
+    if (!idle.empty()) {
+      ExecState* st = idle.back();
+      idle.pop_back();
+      return st;
+    }
+  }
+  return new (std::nothrow) ExecState();
+}
+
+void Session::Impl::release(ExecState* st) {
+  if (st == nullptr) return;
+  {
+    Lock lock(&states_mu);
+    if (idle.size() < max_idle) {
+      idle.push_back(st);
+      return;
+    }
+  }
+  delete st;
+}
 
 Status Session::Impl::check_inputs(const TensorView* in, size_t n) const {
   if (n != m.inputs.size())
@@ -192,18 +234,19 @@ Status Session::Impl::check_inputs(const TensorView* in, size_t n) const {
   return Status::Ok();
 }
 
-Status Session::Impl::plan(const TensorView* in) {
+Status Session::Impl::plan(ExecState& s, const TensorView* in) const {
   std::vector<Shape> shapes(m.inputs.size());
   for (size_t i = 0; i < m.inputs.size(); ++i) shapes[i] = in[i].shape;
-  DTORCH_RETURN_IF_ERROR(infer_shapes(shapes.data()));
-  return layout(shapes.data());
+  DTORCH_RETURN_IF_ERROR(infer_shapes(s, shapes.data()));
+  return layout(s, shapes.data());
 }
 
 // Shapes, node by node, from the model inputs' shapes: every kernel's infer, checked against the shapes the file
 // declares, and each node's scratch. Allocates nothing but the per-tensor views.
-Status Session::Impl::infer_shapes(const Shape* in) {
-  planned = false;
-  arena.reset();
+Status Session::Impl::infer_shapes(ExecState& s, const Shape* in) const {
+  s.planned = false;
+  s.arena.reset();
+  std::vector<TensorView>& views = s.views;
   const size_t nt = m.tensors.size(), nn = m.nodes.size();
   views.assign(nt, TensorView());
   for (size_t t = 0; t < nt; ++t) {
@@ -225,10 +268,11 @@ Status Session::Impl::infer_shapes(const Shape* in) {
     views[m.inputs[i]].shape = in[i];
   }
 
-  scratch_bytes.assign(nn, 0);
-  scratch_offset.assign(nn, 0);
+  s.scratch_bytes.assign(nn, 0);
+  s.scratch_offset.assign(nn, 0);
+  std::vector<TensorView>& node_in = s.node_in;
   node_in.assign(static_cast<size_t>(std::max(1, m.max_node_inputs)), TensorView());
-  node_out.assign(static_cast<size_t>(std::max(1, m.max_node_outputs)), TensorView());
+  s.node_out.assign(static_cast<size_t>(std::max(1, m.max_node_outputs)), TensorView());
   for (size_t i = 0; i < nn; ++i) {
     const NodeInfo& n = m.nodes[i];
     for (size_t k = 0; k < n.inputs.size(); ++k) node_in[k] = n.inputs[k] < 0 ? TensorView() : views[n.inputs[k]];
@@ -238,37 +282,37 @@ Status Session::Impl::infer_shapes(const Shape* in) {
                                 static_cast<int>(n.outputs.size()), &scratch);
     if (!st.ok()) return at_node(n, st);
     for (size_t k = 0; k < n.outputs.size(); ++k) {
-      const Shape& s = out_shapes[k];
-      bool ok = s.ndim >= 0 && s.ndim <= kMaxDims;
-      for (int d = 0; ok && d < s.ndim; ++d) ok = s.dims[d] >= 0;
+      const Shape& sh = out_shapes[k];
+      bool ok = sh.ndim >= 0 && sh.ndim <= kMaxDims;
+      for (int d = 0; ok && d < sh.ndim; ++d) ok = sh.dims[d] >= 0;
       if (!ok) return error_status(StatusCode::kInternal, "%s: the kernel inferred an invalid shape", node_label(n).c_str());
-      if (!shape_within(s, m.tensors[n.outputs[k]].dtype, max_tensor_bytes))
+      if (!shape_within(sh, m.tensors[n.outputs[k]].dtype, max_tensor_bytes))
         return error_status(StatusCode::kInvalidModel,
                             "%s (node %zu) output %zu has shape %s, larger than the %llu-byte limit on one tensor "
                             "(SessionOptions::max_tensor_bytes); check the model's attributes and the input shapes",
-                            node_label(n).c_str(), i, k, shape_str(s).c_str(), static_cast<ull>(max_tensor_bytes));
+                            node_label(n).c_str(), i, k, shape_str(sh).c_str(), static_cast<ull>(max_tensor_bytes));
       const TensorInfo& ti = m.tensors[n.outputs[k]];
-      DTORCH_RETURN_IF_ERROR(check_declared_shape(n, ti, s));
-      views[n.outputs[k]].shape = s;
+      DTORCH_RETURN_IF_ERROR(check_declared_shape(n, ti, sh));
+      views[n.outputs[k]].shape = sh;
     }
     if (scratch > max_arena_bytes)
       return error_status(StatusCode::kInvalidModel,
                           "%s (node %zu) needs %zu bytes of scratch, more than the %llu-byte arena limit "
                           "(SessionOptions::max_arena_bytes)",
                           node_label(n).c_str(), i, scratch, static_cast<ull>(max_arena_bytes));
-    scratch_bytes[i] = scratch;
+    s.scratch_bytes[i] = scratch;
   }
   return Status::Ok();
 }
 
 // The planner's view of the model at the shapes infer_shapes found.
-std::vector<PlanTensor> Session::Impl::plan_tensors() const {
+std::vector<PlanTensor> Session::Impl::plan_tensors(const ExecState& s) const {
   std::vector<PlanTensor> t(m.tensors.size());
   for (size_t i = 0; i < t.size(); ++i) {
     t[i].planned = m.tensors[i].role == TensorRole::kIntermediate;
-    t[i].bytes = views[i].nbytes();
-    t[i].dtype = views[i].dtype;
-    t[i].shape = views[i].shape;
+    t[i].bytes = s.views[i].nbytes();
+    t[i].dtype = s.views[i].dtype;
+    t[i].shape = s.views[i].shape;
   }
   return t;
 }
@@ -286,8 +330,8 @@ void Session::Impl::set_plan_nodes() {
 }
 
 // At the example shapes (infer_shapes has run on them): the file's plan, or what is wrong with it.
-Status Session::Impl::check_file_plan() const {
-  const std::string why = check_tensor_plan(plan_nodes, plan_tensors(), m.plan_offsets, m.plan_arena_size);
+Status Session::Impl::check_file_plan(const ExecState& s) const {
+  const std::string why = check_tensor_plan(plan_nodes, plan_tensors(s), m.plan_offsets, m.plan_arena_size);
   if (why.empty()) return Status::Ok();
   return error_status(StatusCode::kInvalidModel,
                       "invalid model file: its memory plan for the example input shapes is wrong: %s; re-export the "
@@ -296,10 +340,12 @@ Status Session::Impl::check_file_plan() const {
 
 // The arena for the shapes infer_shapes found: the file's plan at the example shapes (checked at load), else the
 // planner's; then the allocation.
-Status Session::Impl::layout(const Shape* in) {
+Status Session::Impl::layout(ExecState& s, const Shape* in) const {
   const size_t nt = m.tensors.size(), nn = m.nodes.size();
-  for (size_t i = 0; i < nn; ++i) plan_nodes[i].scratch_bytes = scratch_bytes[i];
-  const std::vector<PlanTensor> tensors = plan_tensors();
+  if (s.plan_nodes.size() != nn) s.plan_nodes = plan_nodes;
+  std::vector<PlanNode>& plan_nodes = s.plan_nodes;
+  for (size_t i = 0; i < nn; ++i) plan_nodes[i].scratch_bytes = s.scratch_bytes[i];
+  const std::vector<PlanTensor> tensors = plan_tensors(s);
   bool at_example = m.has_plan;
   for (size_t i = 0; at_example && i < m.inputs.size(); ++i) at_example = in[i] == m.example_input_shapes[i];
   ArenaPlan p;
@@ -307,7 +353,8 @@ Status Session::Impl::layout(const Shape* in) {
     place_scratch(plan_nodes, tensors, m.plan_offsets, static_cast<size_t>(m.plan_arena_size), &p);
   else
     plan_arena(plan_nodes, tensors, &p);
-  arena_size = p.arena_size;
+  s.arena_size = p.arena_size;
+  const size_t arena_size = s.arena_size;
 #if DTORCH_VERIFY_PLAN
   if (!verify_arena_plan(plan_nodes, tensors, p))
     return Status(StatusCode::kInternal, "the memory plan has overlapping live buffers (a runtime bug)");
@@ -319,25 +366,26 @@ Status Session::Impl::layout(const Shape* in) {
                         "these input shapes need a %zu-byte arena, more than the %llu-byte limit "
                         "(SessionOptions::max_arena_bytes); use smaller inputs or raise the limit",
                         static_cast<size_t>(arena_size), static_cast<ull>(max_arena_bytes));
-  if (!arena.allocate(arena_size))
+  if (!s.arena.allocate(arena_size))
     return error_status(StatusCode::kInvalidArgument,
                         "cannot allocate the %zu-byte arena for these input shapes; use smaller inputs",
                         static_cast<size_t>(arena_size));
-  uint8_t* base = static_cast<uint8_t*>(arena.p);
+  uint8_t* base = static_cast<uint8_t*>(s.arena.p);
+  std::vector<TensorView>& views = s.views;
   for (size_t t = 0; t < nt; ++t)
     if (p.tensor_offset[t] >= 0) views[t].data = base + p.tensor_offset[t];
   for (size_t i = 0; i < nn; ++i)
-    if (p.scratch_offset[i] >= 0) scratch_offset[i] = static_cast<size_t>(p.scratch_offset[i]);
-  out_blocks = std::vector<AlignedBlock>(m.outputs.size());
+    if (p.scratch_offset[i] >= 0) s.scratch_offset[i] = static_cast<size_t>(p.scratch_offset[i]);
+  s.out_blocks = std::vector<AlignedBlock>(m.outputs.size());
   for (size_t k = 0; k < m.outputs.size(); ++k) {
     const int32_t t = m.outputs[k];
-    if (!out_blocks[k].allocate(views[t].nbytes()))
+    if (!s.out_blocks[k].allocate(views[t].nbytes()))
       return error_status(StatusCode::kInvalidArgument, "cannot allocate %zu bytes for output '%s'", views[t].nbytes(),
                           m.tensors[t].name.c_str());
-    if (m.tensors[t].producer >= 0) views[t].data = out_blocks[k].p;
+    if (m.tensors[t].producer >= 0) views[t].data = s.out_blocks[k].p;
   }
-  planned_shapes.assign(in, in + m.inputs.size());
-  planned = true;
+  s.planned_shapes.assign(in, in + m.inputs.size());
+  s.planned = true;
   return Status::Ok();
 }
 
@@ -377,9 +425,12 @@ Status Session::Impl::prepare_kernels() {
   return Status::Ok();
 }
 
-Status Session::Impl::execute(const TensorView* in, double* node_seconds) {
+Status Session::Impl::execute(ExecState& s, const TensorView* in, double* node_seconds) const {
+  std::vector<TensorView>& views = s.views;
+  std::vector<TensorView>& node_in = s.node_in;
+  std::vector<TensorView>& node_out = s.node_out;
   for (size_t i = 0; i < m.inputs.size(); ++i) views[m.inputs[i]].data = in[i].data;
-  uint8_t* base = static_cast<uint8_t*>(arena.p);
+  uint8_t* base = static_cast<uint8_t*>(s.arena.p);
   for (size_t i = 0; i < m.nodes.size(); ++i) {
     const NodeInfo& n = m.nodes[i];
     for (size_t k = 0; k < n.inputs.size(); ++k) node_in[k] = n.inputs[k] < 0 ? TensorView() : views[n.inputs[k]];
@@ -387,8 +438,8 @@ Status Session::Impl::execute(const TensorView* in, double* node_seconds) {
     KernelContext ctx;
     ctx.attrs = &n.attrs;
     ctx.pool = pool;
-    ctx.scratch = scratch_bytes[i] ? base + scratch_offset[i] : nullptr;
-    ctx.scratch_bytes = scratch_bytes[i];
+    ctx.scratch = s.scratch_bytes[i] ? base + s.scratch_offset[i] : nullptr;
+    ctx.scratch_bytes = s.scratch_bytes[i];
     ctx.prepared = prepared_bytes[i] ? prepared[i].p : nullptr;
     ctx.prepared_bytes = prepared_bytes[i];
     const double t0 = node_seconds != nullptr ? monotonic_seconds() : 0.0;
@@ -401,7 +452,7 @@ Status Session::Impl::execute(const TensorView* in, double* node_seconds) {
   // Outputs that no node produces (a model input or constant passed through) are copied.
   for (size_t k = 0; k < m.outputs.size(); ++k) {
     const int32_t t = m.outputs[k];
-    if (m.tensors[t].producer < 0 && views[t].nbytes() > 0) std::memcpy(out_blocks[k].p, views[t].data, views[t].nbytes());
+    if (m.tensors[t].producer < 0 && views[t].nbytes() > 0) std::memcpy(s.out_blocks[k].p, views[t].data, views[t].nbytes());
   }
   return Status::Ok();
 }
@@ -421,24 +472,32 @@ static Status finish_create(std::unique_ptr<Session::Impl> impl, const SessionOp
   if (options.kernels != KernelPolicy::kFast && options.kernels != KernelPolicy::kExact &&
       options.kernels != KernelPolicy::kPortable)
     return Status(StatusCode::kInvalidArgument, "kernels must be KernelPolicy::kFast, kExact or kPortable");
+  if (options.max_idle_states < 1 || options.max_idle_states > 1024)
+    return error_status(StatusCode::kInvalidArgument, "max_idle_states must be between 1 and 1024, got %d",
+                        options.max_idle_states);
+  impl->max_idle = static_cast<size_t>(options.max_idle_states);
+  impl->idle.reserve(impl->max_idle);
   impl->max_tensor_bytes = options.max_tensor_bytes;
   impl->max_arena_bytes = options.max_arena_bytes;
   DTORCH_RETURN_IF_ERROR(load_model(impl->bytes, impl->size, &impl->m, options.kernels));
   // The file's own example shapes must go through every node and give the shapes it declares: a file whose
   // declared tensors disagree with its kernels is refused here, before anything runs.
   impl->set_plan_nodes();
+  // The state these checks infer shapes in becomes the first idle one.
+  auto first = std::make_unique<ExecState>();
   if (impl->m.example_input_shapes.size() == impl->m.inputs.size()) {
-    const Status st = impl->infer_shapes(impl->m.example_input_shapes.data());
+    const Status st = impl->infer_shapes(*first, impl->m.example_input_shapes.data());
     if (!st.ok() && st.code() != StatusCode::kInvalidArgument) return st;
     if (!st.ok())
       return error_status(StatusCode::kInvalidModel,
                           "invalid model file: its own example input shapes do not run: %s; re-export the model "
                           "with dtorch", st.message().c_str());
     // ... and its memory plan must hold at those shapes.
-    if (impl->m.has_plan) DTORCH_RETURN_IF_ERROR(impl->check_file_plan());
+    if (impl->m.has_plan) DTORCH_RETURN_IF_ERROR(impl->check_file_plan(*first));
   }
   DTORCH_RETURN_IF_ERROR(impl->prepare_kernels());
   impl->pool = new ThreadPool(options.num_threads);
+  impl->idle.push_back(first.release());
   out->reset(make(std::move(impl)));
   return Status::Ok();
 }
@@ -532,30 +591,84 @@ std::vector<Session::NodeKernel> Session::node_kernels() const {
   return out;
 }
 
-uint64_t Session::arena_bytes() const { return impl_->arena_size; }
+uint64_t Session::arena_bytes() const { return impl_->last_arena_size.load(std::memory_order_relaxed); }
 
-Status Session::Impl::run(const TensorView* in, size_t n, double* node_seconds) {
+Status Session::Impl::run(ExecState& s, const TensorView* in, size_t n, double* node_seconds) {
   DTORCH_RETURN_IF_ERROR(check_inputs(in, n));
-  bool same = planned;
-  for (size_t i = 0; same && i < n; ++i) same = planned_shapes[i] == in[i].shape;
-  if (!same) DTORCH_RETURN_IF_ERROR(plan(in));
-  return execute(in, node_seconds);
+  bool same = s.planned;
+  for (size_t i = 0; same && i < n; ++i) same = s.planned_shapes[i] == in[i].shape;
+  if (!same) {
+    DTORCH_RETURN_IF_ERROR(plan(s, in));
+    last_arena_size.store(s.arena_size, std::memory_order_relaxed);
+  }
+  return execute(s, in, node_seconds);
 }
 
-Status Session::Run(const TensorView* inputs, size_t num_inputs) { return impl_->run(inputs, num_inputs, nullptr); }
+Status Session::RunInto(const TensorView* inputs, size_t num_inputs, double* node_seconds, RunResult* result) {
+  if (result == nullptr) return Status(StatusCode::kInvalidArgument, "Run needs a RunResult for the outputs");
+  if (result->owner_ != this) {  // a new result, or one another session filled: take one of this session's states
+    result->reset();
+    result->state_ = impl_->acquire();
+    if (result->state_ == nullptr)
+      return Status(StatusCode::kInvalidArgument, "cannot allocate an execution state for this run");
+    result->owner_ = this;
+  }
+  result->ok_ = false;
+  const Status st = impl_->run(*result->state_, inputs, num_inputs, node_seconds);
+  result->ok_ = st.ok();
+  return st;
+}
 
-Status Session::RunProfiled(const TensorView* inputs, size_t num_inputs, double* node_seconds) {
+Status Session::Run(const TensorView* inputs, size_t num_inputs, RunResult* result) {
+  return RunInto(inputs, num_inputs, nullptr, result);
+}
+
+Status Session::RunProfiled(const TensorView* inputs, size_t num_inputs, double* node_seconds, RunResult* result) {
   if (node_seconds == nullptr) return Status(StatusCode::kInvalidArgument, "RunProfiled needs a node_seconds array");
-  return impl_->run(inputs, num_inputs, node_seconds);
+  return RunInto(inputs, num_inputs, node_seconds, result);
 }
 
-TensorView Session::output(size_t i) const {
-  const Impl& s = *impl_;
-  if (i >= s.m.outputs.size() || !s.planned) return TensorView();
-  TensorView v = s.views[s.m.outputs[i]];
+// --- RunResult ----------------------------------------------------------------------------------
+
+RunResult::~RunResult() { reset(); }
+
+RunResult::RunResult(RunResult&& other) noexcept : owner_(other.owner_), state_(other.state_), ok_(other.ok_) {
+  other.owner_ = nullptr;
+  other.state_ = nullptr;
+  other.ok_ = false;
+}
+
+RunResult& RunResult::operator=(RunResult&& other) noexcept {
+  if (this != &other) {
+    reset();
+    owner_ = other.owner_;
+    state_ = other.state_;
+    ok_ = other.ok_;
+    other.owner_ = nullptr;
+    other.state_ = nullptr;
+    other.ok_ = false;
+  }
+  return *this;
+}
+
+void RunResult::reset() {
+  if (owner_ != nullptr) owner_->impl_->release(state_);
+  owner_ = nullptr;
+  state_ = nullptr;
+  ok_ = false;
+}
+
+size_t RunResult::num_outputs() const { return owner_ != nullptr ? owner_->impl_->m.outputs.size() : 0; }
+
+TensorView RunResult::output(size_t i) const {
+  if (!ok_ || i >= num_outputs()) return TensorView();
+  const ExecState& s = *state_;
+  TensorView v = s.views[owner_->impl_->m.outputs[i]];
   v.data = s.out_blocks[i].p;
   return v;
 }
+
+uint64_t RunResult::arena_bytes() const { return ok_ ? state_->arena_size : 0; }
 
 Status Session::TestVector(std::vector<std::vector<uint8_t>>* inputs, std::vector<Shape>* input_shapes,
                            std::vector<std::vector<uint8_t>>* outputs, std::vector<Shape>* output_shapes) const {

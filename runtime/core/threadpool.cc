@@ -8,10 +8,13 @@
 // across parts), so the bits do not depend on the thread count or on who ran what. A parallel_for issued from
 // inside a worker (nested) runs inline. Nothing is allocated after construction.
 //
-// The threads, lock and condition variables are POSIX threads, not std::thread / std::mutex: those are compiled
-// into libc++ with exceptions (system_error on failure), and on a board build that is the only reason the C++
-// unwinder and its tables would be linked into a dtorch-run built with -fno-exceptions. A worker that cannot be
-// created leaves the pool smaller (size() reports it); its parts are run by the others.
+// The threads, lock and condition variables are POSIX threads, not std::thread / std::mutex (core/lock.h says
+// why). A worker that cannot be created leaves the pool smaller (size() reports it); its parts are run by the others.
+//
+// Callers: the pool runs one parallel_for at a time. A Session's Runs on several threads share its pool, so a
+// parallel_for that finds the pool serving another caller runs all of its parts on its own thread instead of
+// waiting (the same bits: results never depend on the split); the pool goes to whichever caller asks when it is
+// free.
 //
 // Hand-off: a model run issues one parallel_for per big kernel, microseconds apart, so an idle worker spins for a
 // short while (a few thousand pause instructions, then a few yields) watching for the next job before it sleeps on
@@ -31,6 +34,7 @@
 #include <atomic>
 
 #include "core/kernel.h"
+#include "core/lock.h"
 
 namespace dtorch {
 
@@ -107,18 +111,6 @@ void chunk(int64_t n, int parts, int k, int64_t* begin, int64_t* end) {
   *end = *begin + base + (k < rem ? 1 : 0);
 }
 
-// A scoped pthread mutex lock.
-class Lock {
- public:
-  explicit Lock(pthread_mutex_t* mu) : mu_(mu) { pthread_mutex_lock(mu_); }
-  ~Lock() { pthread_mutex_unlock(mu_); }
-  Lock(const Lock&) = delete;
-  Lock& operator=(const Lock&) = delete;
-
- private:
-  pthread_mutex_t* mu_;
-};
-
 constexpr int kMaxThreads = 1024;  // SessionOptions::num_threads's range
 }  // namespace
 
@@ -132,6 +124,7 @@ struct ThreadPool::Impl {
   int next_worker = 1;  // the index the next starting worker takes (under mu)
   std::atomic<uint64_t> generation{0};  // the latest published job (0: none yet)
   std::atomic<bool> stop{false};
+  pthread_mutex_t caller_mu = PTHREAD_MUTEX_INITIALIZER;  // held by the caller whose job the pool is running
   Job slots[2];
 
   // Claims and runs parts of `j` until none are left; wakes the caller when the last part finishes.
@@ -207,12 +200,13 @@ int ThreadPool::size() const { return impl_->size; }
 
 void ThreadPool::parallel_for(int64_t n, void (*fn)(void* arg, int64_t begin, int64_t end), void* arg) {
   if (n <= 0) return;
-  if (impl_->size == 1 || t_in_pool_worker) {
+  if (impl_->size == 1 || t_in_pool_worker || pthread_mutex_trylock(&impl_->caller_mu) != 0) {
     fn(arg, 0, n);
     return;
   }
   Impl& s = *impl_;
-  const uint64_t g = s.generation.load(std::memory_order_relaxed) + 1;  // only the caller writes generation
+  Lock held(&s.caller_mu, kAdopt);
+  const uint64_t g = s.generation.load(std::memory_order_relaxed) + 1;  // only the caller holding caller_mu writes it
   Job& j = s.slots[g & 1];
   j.gen.store(0, std::memory_order_seq_cst);  // empty: a worker entering now leaves again
   while (j.users.load(std::memory_order_seq_cst) != 0) cpu_relax();  // a worker still inside job g - 2

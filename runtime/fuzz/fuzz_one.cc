@@ -67,7 +67,8 @@ Outcome fuzz_one(const uint8_t* data, size_t size) {
     v.data = buffers[i].data();
   }
 
-  st = session->Run(views.data(), views.size());
+  RunResult result;
+  st = session->Run(views.data(), views.size(), &result);
   if (!st.ok()) {
     out.stage = Stage::kRejectedAtRun;
     out.code = st.code();
@@ -76,7 +77,7 @@ Outcome fuzz_one(const uint8_t* data, size_t size) {
   }
   // Read every output byte, so that an output view pointing outside its memory is reported.
   for (size_t k = 0; k < session->outputs().size(); ++k) {
-    const TensorView o = session->output(k);
+    const TensorView o = result.output(k);
     const uint8_t* p = static_cast<const uint8_t*>(o.data);
     const size_t n = o.nbytes();
     for (size_t b = 0; p != nullptr && b < n; ++b) touched += p[b];

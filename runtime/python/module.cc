@@ -16,7 +16,6 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -409,11 +408,7 @@ class PySession {
     d["metadata"] = i.metadata;
     return d;
   }
-  uint64_t arena_bytes() const {
-    py::gil_scoped_release release;  // never wait for the lock holding the GIL: its holder may need the GIL
-    std::lock_guard<std::mutex> lock(*run_mutex_);
-    return session_->arena_bytes();
-  }
+  uint64_t arena_bytes() const { return session_->arena_bytes(); }
   py::list node_kernels() const {
     py::list l;
     for (const auto& k : session_->node_kernels()) l.append(py::make_tuple(k.op, dtype_name(k.dtype), k.kernel_set));
@@ -426,20 +421,19 @@ class PySession {
     const auto& ins = session_->inputs();
     for (size_t i = 0; i < arrays.size(); ++i)
       keep.push_back(as_view(arrays[i], "input '" + (i < ins.size() ? ins[i].name : std::to_string(i)) + "'", &views[i]));
-    // A Session serves one Run at a time (its plan, arena and outputs are per session; runtime.h): calls from
-    // several Python threads take turns here. The lock is taken without the GIL (so a waiting thread never
-    // blocks the one that runs) and held until the outputs are copied out.
-    std::unique_lock<std::mutex> lock(*run_mutex_, std::defer_lock);
+    // Runs from several Python threads run at once (runtime.h): each works in the execution state of its own
+    // RunResult, which goes back to the session's idle states once the outputs are copied out. The GIL is
+    // released for the run only.
+    RunResult result;
     Status st;
     {
       py::gil_scoped_release release;
-      lock.lock();
-      st = session_->Run(views.data(), views.size());
+      st = session_->Run(views.data(), views.size(), &result);
     }
     if (!st.ok()) throw_status(st);
     py::list out;
-    for (size_t i = 0; i < session_->outputs().size(); ++i) {
-      const TensorView v = session_->output(i);
+    for (size_t i = 0; i < result.num_outputs(); ++i) {
+      const TensorView v = result.output(i);
       std::vector<py::ssize_t> dims(v.shape.dims, v.shape.dims + v.shape.ndim);
       py::array a(numpy_dtype(v.dtype), dims);
       if (v.nbytes() > 0) std::memcpy(a.mutable_data(), v.data, v.nbytes());
@@ -470,7 +464,6 @@ class PySession {
  private:
   std::unique_ptr<Session> session_;
   py::object keep_;
-  std::unique_ptr<std::mutex> run_mutex_ = std::make_unique<std::mutex>();  // one Run (and its copies) at a time
 };
 
 }  // namespace

@@ -2,10 +2,11 @@
 //
 // Ownership: a Session owns the model bytes (read or memory-mapped from a file) or borrows a caller's
 // buffer (CreateFromBuffer: the buffer must outlive the Session). Weights are used in place from those
-// bytes. Input views passed to Run are read during Run only. Output views returned by output() point
-// into session-owned memory and stay valid until the next Run or the Session's destruction.
-// Memory: the first Run with a given set of input shapes plans and allocates the arena and outputs;
-// later Runs with the same shapes allocate nothing.
+// bytes. Input views passed to Run are read during Run only. A Run's outputs live in the RunResult it filled and
+// stay valid until that RunResult runs again, is reset or destroyed.
+// Memory: a RunResult holds one execution state (the plan for its input shapes, the arena, the output buffers).
+// The first Run with a given set of input shapes plans and allocates them; later Runs with the same shapes and the
+// same RunResult allocate nothing.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,10 @@ struct SessionOptions {
   // Which kernel sets may run (types.h): kFast (default) the fastest this CPU has; kExact only kernels with the
   // portable kernels' bits (use it to compare a host result with a board's bit for bit); kPortable only those.
   KernelPolicy kernels = KernelPolicy::kFast;
+  // Execution states a session keeps for later Runs once their RunResults are done with them (1 .. 1024). A Run
+  // whose RunResult holds none takes an idle one, or makes one when every kept state is in use (Runs on several
+  // threads at once); a state handed back when this many are idle is freed.
+  int max_idle_states = 4;
 };
 
 struct IOInfo {
@@ -57,10 +62,42 @@ struct ModelInfo {
 // Seconds on a monotonic clock (CLOCK_MONOTONIC): differences time runs; the origin is unspecified.
 double monotonic_seconds();
 
-// Threads: a Session holds one execution state (the current plan, its arena and the outputs), so Run, RunProfiled,
-// output() and arena_bytes() must not be called from two threads at once; callers serialize them (the Python
-// binding takes a per-session lock around Run and the copies of its outputs). The loaded model, its weights and
-// prepared kernels are read-only after Create, and separate Sessions share nothing.
+class Session;
+struct ExecState;  // executor.cc
+
+// The outputs of a Run and the execution state they were computed in (plan, arena, output buffers). Reusing one
+// RunResult for the next Run keeps its state (no planning, no allocation when the shapes repeat); destroying or
+// resetting it hands the state back to the session for the next caller. A RunResult must not outlive its
+// Session, and is used by one thread at a time (like any object without a lock).
+class RunResult {
+ public:
+  RunResult() = default;
+  ~RunResult();
+  RunResult(RunResult&& other) noexcept;
+  RunResult& operator=(RunResult&& other) noexcept;
+  RunResult(const RunResult&) = delete;
+  RunResult& operator=(const RunResult&) = delete;
+
+  // After a successful Run: the model's outputs (num_outputs() of them, in outputs() order), else empty views.
+  size_t num_outputs() const;
+  TensorView output(size_t i) const;
+  // Bytes of the arena this result's plan laid out (0 before a successful Run).
+  uint64_t arena_bytes() const;
+  // Hands the execution state back to its session now.
+  void reset();
+
+ private:
+  friend class Session;
+  Session* owner_ = nullptr;
+  ExecState* state_ = nullptr;
+  bool ok_ = false;  // the last Run into it succeeded
+};
+
+// Threads: every method of a Session may be called from any number of threads at once. The loaded model, its
+// weights and prepared kernels are read-only after Create and shared by every Run; each Run works in the execution
+// state of its own RunResult (SessionOptions::max_idle_states), so Runs on different threads run in parallel. With
+// num_threads > 1 the session's thread pool serves one Run at a time: a Run that finds it busy runs its kernels on
+// its own thread (the same bits: results never depend on how work is split). Separate Sessions share nothing.
 class Session {
  public:
   static Status Create(const std::string& path, const SessionOptions& options, std::unique_ptr<Session>* out);
@@ -74,13 +111,12 @@ class Session {
   const std::vector<IOInfo>& outputs() const;
   const ModelInfo& info() const;
 
-  // Run with one view per model input, in inputs() order. Checks dtypes and shapes (fixed dims must
-  // match; dynamic dims may take any size >= 1) and reports which input and dimension is wrong.
-  Status Run(const TensorView* inputs, size_t num_inputs);
+  // Run with one view per model input, in inputs() order; the outputs land in *result. Checks dtypes and shapes
+  // (fixed dims must match; dynamic dims may take any size >= 1) and reports which input and dimension is wrong.
+  Status Run(const TensorView* inputs, size_t num_inputs, RunResult* result);
   // Run, and write each node's wall time in seconds (execution order, node_kernels() order) to node_seconds,
   // which must hold node_kernels().size() values. Allocates nothing more than Run.
-  Status RunProfiled(const TensorView* inputs, size_t num_inputs, double* node_seconds);
-  TensorView output(size_t i) const;
+  Status RunProfiled(const TensorView* inputs, size_t num_inputs, double* node_seconds, RunResult* result);
 
   // The bundled test vector (if any): copies of its inputs and expected outputs.
   Status TestVector(std::vector<std::vector<uint8_t>>* inputs, std::vector<Shape>* input_shapes,
@@ -95,12 +131,14 @@ class Session {
   };
   std::vector<NodeKernel> node_kernels() const;
 
-  // Bytes of the current arena (after the last Run's planning) and the high-water mark of session memory.
+  // Bytes of the arena the latest planning (by any Run) laid out; RunResult::arena_bytes() is one result's.
   uint64_t arena_bytes() const;
 
   struct Impl;
 
  private:
+  friend class RunResult;
+  Status RunInto(const TensorView* inputs, size_t num_inputs, double* node_seconds, RunResult* result);
   explicit Session(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };
