@@ -84,7 +84,7 @@ def _remove_stale_temps(folder: Path, name: str) -> None:
         return
     for e in entries:
         m = pattern.fullmatch(e.name)
-        if m is None or int(m.group(1)) == os.getpid() or _alive(int(m.group(1))):
+        if m is None or int(m.group(1)) == os.getpid() or pid_alive(int(m.group(1))):
             continue
         try:
             os.unlink(e.path)
@@ -92,7 +92,8 @@ def _remove_stale_temps(folder: Path, name: str) -> None:
             pass
 
 
-def _alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Whether process `pid` exists (one we may not signal counts as alive: its files are left alone)."""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

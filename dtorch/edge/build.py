@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._fileio import write_atomic
+from .._fileio import pid_alive, write_atomic
 from .oplist import OpList, OpListError
 
 __all__ = ["BuildError", "BuildResult", "build_bundle", "sample_files", "zero_inputs"]
@@ -342,18 +342,9 @@ def _remove_stale_stages(dist: Path) -> None:
     pattern = re.compile(re.escape(f".{dist.name}.build-") + r"(\d+)-.*")
     for e in dist.parent.iterdir():
         m = pattern.fullmatch(e.name)
-        if m is not None and e.is_dir() and not _pid_alive(int(m.group(1))):
+        if m is not None and e.is_dir() and not pid_alive(int(m.group(1))):
             shutil.rmtree(e, ignore_errors=True)
 
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except (PermissionError, OverflowError):
-        return True
-    return True
 
 
 def _swap_in(stage: Path, dist: Path) -> None:
