@@ -10,6 +10,8 @@
 #   3. pip upgraded, and dtorch installed editable with its test extras: pip install -e '.[test]'.
 #      Skipped when pyproject.toml and the set of packages have not changed since the last
 #      successful install (set DTORCH_FORCE_INSTALL=1 to install anyway).
+#   4. the host dtorch-run (scons dtorch-run: build/host/dtorch-run) installed as .venv/bin/dtorch-run, so a model
+#      runs natively without calling scons. SCons rebuilds only what changed.
 set -euo pipefail
 
 say() { printf '[setup] %s\n' "$*"; }
@@ -118,6 +120,15 @@ else
     say "dtorch: pip install -e '.[test]'"
     .venv/bin/python -m pip install -q -e '.[test]'
     printf '%s\n' "$want_stamp" >"$stamp"
+fi
+
+# --- 4. the host dtorch-run ------------------------------------------------------------------
+say "dtorch-run: scons -Q dtorch-run, installed as .venv/bin/dtorch-run"
+jobs="$(nproc 2>/dev/null || echo 2)"
+.venv/bin/scons -Q -j"$jobs" dtorch-run >/tmp/dtorch-setup-scons.log 2>&1 \
+    || { tail -20 /tmp/dtorch-setup-scons.log >&2; die "building dtorch-run failed (log above)"; }
+if ! cmp -s build/host/dtorch-run .venv/bin/dtorch-run; then
+    install -m 755 build/host/dtorch-run .venv/bin/.dtorch-run.tmp && mv -f .venv/bin/.dtorch-run.tmp .venv/bin/dtorch-run
 fi
 
 say "done: dtorch $(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("dtorch"))') in $repo_root/.venv"

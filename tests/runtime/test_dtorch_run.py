@@ -216,3 +216,18 @@ def test_kernel_policy_option(binaries: Path, zoo_models: dict[str, Path]) -> No
         assert sets <= {"exact": {"portable", "x86"}, "portable": {"portable"}}.get(kernels, sets), line
     assert "--kernels needs fast, exact or portable, got 'turbo'" in one_error_line(
         run(binaries, path, "--kernels", "turbo", "--info"))
+
+
+def test_setup_installs_the_host_dtorch_run_in_the_venv(tmp_path: Path) -> None:
+    """After scripts/setup.sh (the README's Quickstart), the venv has the native host runner."""
+    import sys
+
+    exe = Path(sys.executable).parent / "dtorch-run"
+    if not exe.exists():
+        pytest.fail(f"{exe} is missing: run scripts/setup.sh (it builds build/host/dtorch-run and installs it there)")
+    g = chain_model()
+    x = np.random.default_rng(0).standard_normal((3, 8)).astype(np.float32)
+    g.set_test_vector([x], [chain_reference(x, g)])
+    (tmp_path / "m.dtm").write_bytes(g.build())
+    r = subprocess.run([str(exe), str(tmp_path / "m.dtm"), "--self-test"], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and "self-test PASS" in r.stdout, r.stdout + r.stderr
