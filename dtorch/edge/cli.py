@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import click
 
@@ -561,6 +562,214 @@ def bench(boards: str, model: Path, report_dir: Path, runner: str, runs: int, be
         click.echo(f"error: failed on {', '.join(sorted(set(failed)))} (parity, memory or instruction regression)",
                    err=True)
         sys.exit(1)
+
+
+# --- dtorch-edge flash / device: the agent on a board, over a serial line (logic in device/) -------------------------
+
+def _port_options(f):  # type: ignore[no-untyped-def]
+    f = click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")(f)
+    f = click.option("--baud", type=click.IntRange(min=1), default=115200, show_default=True,
+                     help="The line's rate (8N1); the timeouts are sized from it.")(f)
+    return click.option("--port", required=True,
+                        help="What pyserial opens: /dev/ttyUSB0, socket://127.0.0.1:PORT (dtorch-edge device serve), "
+                             "rfc2217://HOST:PORT.")(f)
+
+
+def _device_fail(e: object) -> NoReturn:
+    click.echo(f"error: {e}", err=True)
+    sys.exit(1)
+
+
+def _echo_json(obj: object) -> None:
+    import json
+
+    click.echo(json.dumps(obj, indent=2))
+
+
+@main.command()
+@click.argument("bundle_dir", type=click.Path(path_type=Path))
+@click.option("--board", required=True, help="The board the bundle is for (checked against the bundle and the device).")
+@_port_options
+@click.option("--quiet", is_flag=True, help="No progress bar.")
+def flash(bundle_dir: Path, board: str, port: str, baud: int, as_json: bool, quiet: bool) -> None:
+    """Install a bundle (dist/<board>/ from dtorch-edge build) on the board's dtorch-agent: send the files it lacks
+    (an interrupted transfer resumes), verify each, then activate it; the previous bundle stays for rollback."""
+    from .device.errors import DeviceError
+    from .device.flash import flash_bundle
+
+    log = (lambda _m: None) if as_json or quiet else (lambda m: click.echo(m, err=True))
+    try:
+        rep = flash_bundle(bundle_dir, port, board=board, baud=baud, progress=not (as_json or quiet), log=log)
+    except DeviceError as e:
+        _device_fail(e)
+    if as_json:
+        _echo_json(rep.to_json())
+        return
+    for line in rep.lines():
+        click.echo(line)
+
+
+@main.group("device")
+def device_group() -> None:
+    """Talk to a board's dtorch-agent: info, run, selftest, rollback, logs; serve starts an emulated board."""
+
+
+def _client_call(port: str, baud: int, fn):  # type: ignore[no-untyped-def]
+    """Open the link, run fn(client), close; every DeviceError becomes one line and exit 1."""
+    from .device.client import AgentClient
+    from .device.errors import DeviceError
+    from .device.link import Link
+
+    try:
+        with Link(port, baud) as link:
+            return fn(AgentClient(link))
+    except DeviceError as e:
+        _device_fail(e)
+
+
+@device_group.command("info")
+@_port_options
+def device_info(port: str, baud: int, as_json: bool) -> None:
+    """The board, agent and runtime versions (with hashes), the store, and the active and previous models."""
+    info = _client_call(port, baud, lambda c: c.hello())
+    if as_json:
+        _echo_json(info.to_json())
+        return
+    mib = 1024 * 1024
+    click.echo(f"board: {info.board} ({info.arch})")
+    click.echo(f"agent: {info.agent_version} (protocol {info.protocol}); runtime {info.runtime_version}, hash "
+               f"{info.runtime_hash}; op set {info.opset_hash}")
+    click.echo(f"store: {info.store_bytes / mib:.1f} MiB used, {info.free_bytes / mib:.1f} MiB free; signing "
+               f"{info.signing}")
+    click.echo(f"active: {info.active or 'none'}" + (f" (model {info.active_model})" if info.active_model else ""))
+    click.echo(f"previous: {info.previous or 'none'}" + (f" (model {info.previous_model})" if info.previous_model
+                                                           else ""))
+
+
+@device_group.command("run")
+@_port_options
+@click.option("--input", "inputs", multiple=True, required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="A .npy input, in the model's input order; repeat for several.")
+@click.option("--output", "outputs", multiple=True, required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="Where to write an output (.npy); repeat for several.")
+@click.option("--bench", type=click.IntRange(min=0), default=0, show_default=True,
+              help="Also time this many runs on the device (min / median / max).")
+def device_run(port: str, baud: int, as_json: bool, inputs: tuple[Path, ...], outputs: tuple[Path, ...],
+               bench: int) -> None:
+    """Run the device's active model on .npy inputs and fetch its outputs."""
+    from .._fileio import NotRegularFileError, read_regular, write_atomic
+    from .device.client import Blob
+    from .device.errors import DeviceError
+
+    blobs = []
+    for p in inputs:
+        try:
+            data = read_regular(p, limit=1 << 30)
+        except FileNotFoundError:
+            _device_fail(f"no such input file {p}")
+        except (NotRegularFileError, OSError) as e:
+            _device_fail(f"cannot read {p}: {e.strerror or e}")
+        if not data.startswith(b"\x93NUMPY"):
+            _device_fail(f"{p} is not a .npy file (numpy.save writes one)")
+        blobs.append(Blob.from_bytes(p.name, data))
+
+    def go(c):  # type: ignore[no-untyped-def]
+        for b in blobs:
+            if not c.put_blob(b).have:
+                c.verify(b.sha256, b.size, b.name)
+        res = c.run([b.sha256 for b in blobs], bench)
+        if len(res.outputs) != len(outputs):
+            raise DeviceError(f"the model gave {len(res.outputs)} outputs and {len(outputs)} --output were given: "
+                              f"give --output once per output")
+        return res, [c.get(sha, size) for sha, size in res.outputs]
+
+    res, datas = _client_call(port, baud, go)
+    for p, data in zip(outputs, datas):
+        try:
+            write_atomic(p, data)
+        except OSError as e:
+            _device_fail(f"cannot write {p}: {e.strerror or e}")
+    if as_json:
+        d = res.to_json()
+        d["files"] = [str(p) for p in outputs]
+        _echo_json(d)
+        return
+    click.echo(f"ran the device's model on {len(blobs)} input(s): wrote {', '.join(str(p) for p in outputs)}")
+    if bench:
+        click.echo(f"latency on the device ({bench} runs): min {res.ms_min:.3f} ms, median {res.ms_p50:.3f} ms, max "
+                   f"{res.ms_max:.3f} ms")
+
+
+@device_group.command("selftest")
+@_port_options
+def device_selftest(port: str, baud: int, as_json: bool) -> None:
+    """Run the active model on its bundled test vector, on the device; exit 1 when it does not match."""
+    r = _client_call(port, baud, lambda c: c.selftest())
+    if as_json:
+        _echo_json(r.to_json())
+    else:
+        click.echo(f"selftest {'passed' if r.passed else 'FAILED'}: max abs error {r.max_abs_error:.3g}")
+    if not r.passed:
+        click.echo(f"error: the device's model does not reproduce its test vector (max abs error "
+                   f"{r.max_abs_error:.3g})", err=True)
+        sys.exit(1)
+
+
+@device_group.command("rollback")
+@_port_options
+def device_rollback(port: str, baud: int, as_json: bool) -> None:
+    """Make the previous bundle active again (a second rollback undoes the first)."""
+    s = _client_call(port, baud, lambda c: c.rollback())
+    if as_json:
+        _echo_json(s.to_json())
+        return
+    click.echo(f"rolled back: active {s.active[:12] or 'none'} (model {s.active_model or '?'}), previous "
+               f"{s.previous[:12] or 'none'}")
+
+
+@device_group.command("logs")
+@_port_options
+@click.option("--last", type=click.IntRange(min=1), default=50, show_default=True, help="How many events.")
+def device_logs(port: str, baud: int, as_json: bool, last: int) -> None:
+    """The agent's last events (installs, failures, rollbacks), oldest first."""
+    import datetime
+
+    events = _client_call(port, baud, lambda c: c.logs(last))
+    if as_json:
+        _echo_json([e.to_json() for e in events])
+        return
+    for e in events:
+        when = datetime.datetime.fromtimestamp(e.time, datetime.timezone.utc).strftime("%Y-%m-%d %H:%M:%S")
+        click.echo(f"{when} {e.kind} {e.text}")
+
+
+@device_group.command("serve")
+@click.option("--board", required=True, help="A board name (dtorch-edge boards) with a Linux agent.")
+@click.option("--bundle", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The bundle whose dtorch-agent to run (default: dist/<board>).")
+@click.option("--store", type=click.Path(file_okay=False, path_type=Path), default=None,
+              help="The agent's store (default: a temporary folder, removed at exit).")
+@click.option("--listen", default=None, help="127.0.0.1:PORT for the agent's socket (default 127.0.0.1:0: a free port).")
+@click.option("--pty", "use_pty", is_flag=True, help="A pseudo-terminal instead of a socket (--port /dev/pts/N).")
+@click.option("--json", "as_json", is_flag=True, help="Print the port and the rest as one JSON line.")
+def device_serve(board: str, bundle: Path | None, store: Path | None, listen: str | None, use_pty: bool,
+                 as_json: bool) -> None:
+    """Start an emulated board: the bundle's real dtorch-agent (under the board's QEMU), on a loopback socket or a
+    pty; prints `port: ...` for the other commands and runs until interrupted."""
+    import json
+
+    from .device.errors import DeviceError
+    from .device.serve import serve
+
+    def ready(info) -> None:  # type: ignore[no-untyped-def]
+        click.echo(json.dumps(info.to_json()) if as_json else f"port: {info.port}")
+        sys.stdout.flush()
+
+    try:
+        serve(board, bundle=bundle, store=store, listen=listen, pty=use_pty, on_ready=ready,
+              log=lambda m: click.echo(m, err=True))
+    except DeviceError as e:
+        _device_fail(e)
 
 
 if __name__ == "__main__":  # pragma: no cover
