@@ -64,8 +64,8 @@ _HINTS = {
     "mismatch": "the device refused the bundle: {m}",
     "bad_model": "the device cannot load the model: {m}",
     "signature": "the device requires a signed bundle: {m} (build it with dtorch-edge build --sign KEY)",
-    "no_model": "the device has no active model ({m}): install one with dtorch-edge flash",
-    "no_previous": "nothing to roll back to ({m}): the device has had only one model",
+    "no_model": "the device has no active model: {m}",
+    "no_previous": "nothing to roll back to: {m}",
     "run_failed": "the model failed on the device: {m}",
     "io_error": "the device could not write its store: {m}",
 }
