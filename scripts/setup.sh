@@ -12,6 +12,8 @@
 #      successful install (set DTORCH_FORCE_INSTALL=1 to install anyway).
 #   4. the host dtorch-run (scons dtorch-run: build/host/dtorch-run) installed as .venv/bin/dtorch-run, so a model
 #      runs natively without calling scons. SCons rebuilds only what changed.
+#   5. libsodium's sources for dtorch-agent (SHA-256, Ed25519): PyNaCl's sdist from PyPI, pinned by sha256, extracted
+#      into build/third_party/ by python -m dtorch.edge.third_party.
 set -euo pipefail
 
 say() { printf '[setup] %s\n' "$*"; }
@@ -130,5 +132,12 @@ jobs="$(nproc 2>/dev/null || echo 2)"
 if ! cmp -s build/host/dtorch-run .venv/bin/dtorch-run; then
     install -m 755 build/host/dtorch-run .venv/bin/.dtorch-run.tmp && mv -f .venv/bin/.dtorch-run.tmp .venv/bin/dtorch-run
 fi
+
+# --- 5. third-party sources ------------------------------------------------------------------
+# libsodium's sources (SHA-256 and Ed25519 for dtorch-agent) from PyNaCl's sdist on PyPI, pinned by sha256, into
+# build/third_party/ (dtorch/edge/third_party.py); a second run finds them there.
+sodium_dir="$(.venv/bin/python -m dtorch.edge.third_party)" \
+    || die "fetching libsodium's sources failed (the line above says why)"
+say "third-party sources: $sodium_dir"
 
 say "done: dtorch $(.venv/bin/python -c 'import importlib.metadata as m; print(m.version("dtorch"))') in $repo_root/.venv"

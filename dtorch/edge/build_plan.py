@@ -53,7 +53,10 @@ CORE_FLAGS = ("-Os",)
 #: with zig's static libc++ only, "libcxx": its exception entry points as calls that abort, which keeps the C++
 #: unwinder out (~40 KB). GNU libsupc++ defines them in archive members that other symbols pull in, so with gcc
 #: they would be defined twice.
-_APP_GROUPS = ("app", "board_app")
+_APP_GROUPS = ("app", "app_common", "board_app")
+#: dtorch-agent (runtime/apps/agent/, Linux boards only) links the same runtime objects with its own sources in place
+#: of dtorch-run's, and libsodium's C files (dtorch.edge.third_party; compiled with `c_flags`).
+_AGENT_GROUPS = ("agent", "app_common", "board_app")
 #: ... and, with nothing left to read them, the libraries' unwind tables dropped at link (relative to the resource
 #: root, where SCons runs; the script's bytes are part of the runtime hash).
 _LIBCXX_LINK_SCRIPTS = ("toolchains/zig_no_unwind.ld",)
@@ -84,6 +87,7 @@ class BuildPlan:
     runtime_version: str = ""
     profile: str = ""          # "speed" (-O2) or "size" (-Os): the board's, or the one asked for
     link_scripts: tuple[str, ...] = ()  # linker scripts the link reads, relative to the root
+    agent_sources: tuple[Source, ...] = ()  # dtorch-agent's (empty for a board without one: not a Linux board)
 
     @property
     def profile_overridden(self) -> bool:
@@ -103,6 +107,17 @@ class BuildPlan:
     @property
     def link_flags(self) -> tuple[str, ...]:
         return (*self.flags.ldflags, *LINK_LANGUAGE_FLAGS, *(f"-Wl,-T,{p}" for p in self.link_scripts))
+
+    @property
+    def has_agent(self) -> bool:
+        """Whether the bundle carries dtorch-agent (Linux boards: those run by qemu-user, and the host)."""
+        return bool(self.agent_sources)
+
+    @property
+    def c_flags(self) -> tuple[str, ...]:
+        """The flags libsodium's C files are compiled with, by the build's C++ driver: C, the board's CPU, target,
+        optimisation, section and LTO flags, no unwind tables; not the runtime's -Werror (third-party code)."""
+        return ("-x", "c", "-std=gnu11", "-fno-asynchronous-unwind-tables", "-fno-unwind-tables", *self.flags.cxxflags)
 
     def build_info_header(self) -> str:
         """dtorch_build_info.h: the identity dtorch-run prints (--info) and checks a bundle's manifest against."""
@@ -162,17 +177,29 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
     kernels = set(catalog.select(op_list))
     libcxx = found.kind == "zig"
     sources: list[Source] = []
-    for group in (*RUNTIME, *_APP_GROUPS, *(("libcxx",) if libcxx else ())):
+    agent: list[Source] = []
+    extra = ("libcxx",) if libcxx else ()
+
+    def group_sources(group: str) -> list[Source]:
         pruned = group == "portable"
-        sources += [Source(p, p.relative_to(runtime).as_posix(), () if pruned else CORE_FLAGS)
-                    for p in groups.paths(group) if not pruned or p in kernels]
+        return [Source(p, p.relative_to(runtime).as_posix(), () if pruned else CORE_FLAGS)
+                for p in groups.paths(group) if not pruned or p in kernels]
+
+    for group in (*RUNTIME, *_APP_GROUPS, *extra):
+        sources += group_sources(group)
+    if b.name == "host" or b.emulator.kind == "qemu-user":
+        agent = [s for s in sources if s.rel.startswith(("core/", "kernels/"))]
+        for group in (*_AGENT_GROUPS, *extra):
+            agent += group_sources(group)
     scripts = _LIBCXX_LINK_SCRIPTS if libcxx else ()
     # A host build also carries the host's ISA kernel sets of the listed operators (registered only on CPUs that
     # have their ISA); boards run the portable kernels (the bits every board shares).
     if b.name == "host" and b.arch == host_arch() and found.kind in ("gcc", "clang"):
         for ks in groups.kernel_sets(host_arch()):
             cat = kernel_catalog(runtime, ks.name)
-            sources += [Source(p, p.relative_to(runtime).as_posix(), ks.flags) for p in cat.select(op_list)]
+            isa = [Source(p, p.relative_to(runtime).as_posix(), ks.flags) for p in cat.select(op_list)]
+            sources += isa
+            agent += isa
 
     h = hashlib.sha256()
     version = _runtime_version(runtime)
@@ -190,4 +217,4 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
     h.update(f"\n{found.version}\n".encode())
     return BuildPlan(board=b, toolchain=tc, found=found, flags=flags, ops=op_list, root=base,
                      sources=tuple(sources), runtime_hash=h.hexdigest(), opset_hash=op_list.sha256(), runtime_version=version,
-                     profile=profile or b.profile, link_scripts=scripts)
+                     profile=profile or b.profile, link_scripts=scripts, agent_sources=tuple(agent))

@@ -30,6 +30,7 @@
 #include "dtorch/runtime.h"
 #include "heap_meter.h"
 #include "npy.h"
+#include "self_test.h"
 
 // The build's identity (a board build generates dtorch_build_info.h: dtorch/edge/build_plan.py); a development
 // build (plain `scons`, the Python package) has none and checks no manifest.
@@ -107,20 +108,6 @@ void print_info(const Session& s) {
   std::string ks;
   for (const auto& nk : seen) ks += (ks.empty() ? "" : " ") + nk.first + ":" + nk.second;
   print_to(stdout, "kernels: %s\n", ks.c_str());
-}
-
-double to_double(const void* p, DType t, size_t i) {
-  switch (t) {
-    case DType::kFloat32: return static_cast<const float*>(p)[i];
-    case DType::kFloat64: return static_cast<const double*>(p)[i];
-    case DType::kInt64: return static_cast<double>(static_cast<const int64_t*>(p)[i]);
-    case DType::kInt32: return static_cast<const int32_t*>(p)[i];
-    case DType::kInt16: return static_cast<const int16_t*>(p)[i];
-    case DType::kInt8: return static_cast<const int8_t*>(p)[i];
-    case DType::kUInt8: return static_cast<const uint8_t*>(p)[i];
-    case DType::kBool: return static_cast<const uint8_t*>(p)[i];
-    default: return std::nan("");
-  }
 }
 
 // A JSON string literal (the names we print are UTF-8; control characters are escaped).
@@ -357,60 +344,34 @@ int main(int argc, char** argv) {
     }
   }
 
-  std::vector<std::vector<uint8_t>> tv_in, tv_out;
-  std::vector<Shape> tv_in_shapes, tv_out_shapes;
-  std::vector<TensorView> tv_views;
+  apps::TestVector tv;
   if (self_test || ((bench > 0 || repeat > 0) && views.empty())) {
-    st = session->TestVector(&tv_in, &tv_in_shapes, &tv_out, &tv_out_shapes);
+    st = apps::load_test_vector(*session, &tv);
     if (!st.ok())
       return fail((bench > 0 || repeat > 0) && !self_test
                       ? std::string(bench > 0 ? "--bench" : "--repeat") + " needs --input files (" + st.message() + ")"
                       : st.message());
-    for (size_t k = 0; k < tv_in.size(); ++k) {
-      // Copy into aligned memory: kernels may rely on natural alignment.
-      npy::Array a = npy::make(session->inputs()[k].dtype, tv_in_shapes[k]);
-      if (!tv_in[k].empty()) std::memcpy(a.data.get(), tv_in[k].data(), std::min(tv_in[k].size(), a.nbytes()));
-      tv_views.push_back(a.view());
-      arrays.push_back(std::move(a));
-    }
   }
 
   int exit_code = 0;
   if (self_test) {
-    st = session->Run(tv_views.data(), tv_views.size(), &result);
+    st = session->Run(tv.views.data(), tv.views.size(), &result);
     if (!st.ok()) return fail(st.message());
     first_output();
-    bool pass = true;
-    double worst = 0.0;
-    for (size_t k = 0; k < n_out; ++k) {
-      const TensorView got = result.output(k);
-      if (got.shape != tv_out_shapes[k]) {
-        print_to(stdout, "self-test FAIL: output '%s' has shape %s, expected %s\n", session->outputs()[k].name.c_str(),
-                    shape_str(got.shape).c_str(), shape_str(tv_out_shapes[k]).c_str());
-        return 1;
-      }
-      const size_t n = static_cast<size_t>(got.shape.numel());
-      double scale = 0.0, err = 0.0;
-      for (size_t i = 0; i < n; ++i) {
-        const double e = to_double(tv_out[k].data(), got.dtype, i), g = to_double(got.data, got.dtype, i);
-        scale = std::max(scale, std::fabs(e));
-        const double d = std::fabs(e - g);
-        err = std::isnan(d) ? INFINITY : std::max(err, d);
-      }
-      const bool is_float = got.dtype == DType::kFloat32 || got.dtype == DType::kFloat64;
-      const double tol = is_float ? 1e-5 * std::max(scale, 1e-30) : 0.0;
-      if (!(err <= tol)) pass = false;
-      worst = std::max(worst, err);
+    const apps::SelfTestResult check = apps::check_test_vector(*session, result, tv);
+    if (!check.failure.empty()) {
+      print_to(stdout, "self-test FAIL: %s\n", check.failure.c_str());
+      return 1;
     }
     if (json)
-      report += std::string(", \"self_test\": {\"pass\": ") + (pass ? "true" : "false") +
-                ", \"max_abs_error\": " + json_num(worst) + "}";
+      report += std::string(", \"self_test\": {\"pass\": ") + (check.pass ? "true" : "false") +
+                ", \"max_abs_error\": " + json_num(check.max_abs_error) + "}";
     else
-      print_to(stdout, "self-test %s: max abs error %.3g\n", pass ? "PASS" : "FAIL", worst);
-    if (!pass) exit_code = 1;
+      print_to(stdout, "self-test %s: max abs error %.3g\n", check.pass ? "PASS" : "FAIL", check.max_abs_error);
+    if (!check.pass) exit_code = 1;
   }
 
-  const std::vector<TensorView>& bv = views.empty() ? tv_views : views;
+  const std::vector<TensorView>& bv = views.empty() ? tv.views : views;
   if (bench > 0) {
     st = session->Run(bv.data(), bv.size(), &result);  // warm-up (plans memory)
     if (!st.ok()) return fail(st.message());

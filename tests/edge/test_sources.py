@@ -73,7 +73,7 @@ def test_sconstruct_targets_link_the_description_groups(tmp_path):
         return ["runtime/" + f for f in SOURCES.files(*groups, arch=host_arch())]
 
     # the objects live in build/host/obj/runtime/...; srcnode() maps them back to their sources
-    assert got["dtorch-run"] == rel(*RUNTIME, "app", "isa")
+    assert got["dtorch-run"] == rel(*RUNTIME, "app", "app_common", "isa")
     assert got["alloc-test"] == rel(*RUNTIME, "alloc_test", "isa")
     assert got["format-test"] == rel(*RUNTIME, "format_test")
 
@@ -85,8 +85,16 @@ def test_board_plan_takes_the_groups(board):
         pruned = make_plan(board, ops=OpList.from_entries(["conv2d:float32", "relu:float32"]), root=ROOT)
     except ToolchainError as e:
         pytest.skip(f"no toolchain for {board}: {e}")
-    groups = [*RUNTIME, "app", "board_app", *(["libcxx"] if every.found.kind == "zig" else [])]
+    libcxx = ["libcxx"] if every.found.kind == "zig" else []
+    groups = [*RUNTIME, "app", "app_common", "board_app", *libcxx]
     rels = [s.rel for s in every.sources]
+    # dtorch-agent: the same runtime sources, its own in place of dtorch-run's, the same ISA sets last
+    agent = [s.rel for s in every.agent_sources]
+    n_runtime = len(SOURCES.files(*RUNTIME))
+    assert agent[:n_runtime] == rels[:n_runtime]
+    assert agent[n_runtime:len(agent) - len(rels) + len(SOURCES.files(*groups))] == SOURCES.files(
+        "agent", "app_common", "board_app", *libcxx)
+    assert every.has_agent and every.c_flags[:2] == ("-x", "c")
     assert rels[:len(SOURCES.files(*groups))] == SOURCES.files(*groups)
     isa = rels[len(SOURCES.files(*groups)):]  # the host's ISA sets, after everything else
     assert all(r.startswith("kernels/") and not r.startswith("kernels/portable/") for r in isa)
