@@ -98,7 +98,7 @@ def test_flash_run_selftest_rollback_logs(agent, models, tmp_path):
     ref = {k: host_output(m, x) for k, m in models.items()}
 
     r = ok("flash", "--board", "host", "--port", agent.url, "--quiet", str(b["a"]))
-    assert f"bundle {bundle_id(b['a'])[:12]} active" in r.stdout and "KiB/s" in r.stdout
+    assert f"bundle {bundle_id(b['a'])[:12]} active" in r.stdout and "kB/s" in r.stdout
     info = json.loads(ok("device", "info", "--port", agent.url, "--json").stdout)
     assert info["active"] == bundle_id(b["a"]) and info["active_model"] == "model.dtm" and info["previous"] == ""
     assert np.array_equal(run_on_device(agent.url, x, tmp_path), ref["a"])  # the host runtime's bits
@@ -417,3 +417,16 @@ def test_serve_errors(agent_exe, tmp_path):
         fails("device", "serve", "--board", "host", "--bundle", str(bundle), "--listen", f"127.0.0.1:{a.port}",
               match="the agent exited with status")
         assert time.monotonic() - t < 30
+
+
+def test_a_device_that_requires_signed_bundles(agent_exe, models, tmp_path):
+    key = tmp_path / "agent.pub"
+    key.write_text("11" * 32 + "\n")
+    with Agent([str(agent_exe)], tmp_path / "store", ["--pubkey", str(key)]) as a:
+        b = bundles_for(a.url, {"a": models["a"]}, tmp_path)["a"]
+        fails("flash", "--board", "host", "--port", a.url, str(b), match="activates only signed bundles")
+        assert _store_files(a.store) == []  # refused before a byte
+        with open(b / "bundle.txt", "a") as f:  # a signature that does not verify: the agent's refusal, mapped
+            f.write("signature " + "00" * 64 + "\n")
+        fails("flash", "--board", "host", "--port", a.url, "--quiet", str(b), match="requires a signed bundle")
+        assert hello(a.url).active == ""

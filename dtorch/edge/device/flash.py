@@ -17,7 +17,7 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from .client import AgentClient, Blob, DeviceInfo, PutResult
-from .errors import BundleError, DeviceError, LineLost, NoResponse
+from .errors import BundleError, LineLost, NoResponse
 from .link import Link
 
 __all__ = ["BUNDLE_TEXT", "Bundle", "BundleFile", "FlashReport", "flash_bundle", "read_bundle"]
@@ -46,6 +46,7 @@ class Bundle:
     runtime_version: str
     model: str
     files: tuple[BundleFile, ...]
+    signed: bool = False  # a last line `signature <hex>` (dtorch-edge build --sign)
 
 
 def read_bundle(folder: Path) -> Bundle:
@@ -95,8 +96,9 @@ def read_bundle(folder: Path) -> Bundle:
         if size != f.size or _sha256_file(p) != f.sha256:
             raise BundleError(f"{p} is not the file {BUNDLE_TEXT} lists ({size} bytes, expected {f.size}, or another "
                               f"sha256): the bundle was changed after its build; rebuild it")
+    signed = bool(lines) and lines[-1].startswith("signature ")
     return Bundle(folder, hashlib.sha256(text).hexdigest(), text, keys["board"], keys["runtime_hash"],
-                  keys["opset_hash"], keys.get("runtime_version", "?"), keys["model"], tuple(files))
+                  keys["opset_hash"], keys.get("runtime_version", "?"), keys["model"], tuple(files), signed)
 
 
 def _sha256_file(p: Path) -> str:
@@ -121,6 +123,9 @@ def check_compatible(bundle: Bundle, info: DeviceInfo) -> None:
         raise BundleError(f"the device's agent has op set {info.opset_hash[:16]}, {where} needs op set "
                           f"{bundle.opset_hash[:16]}: put the bundle's dtorch-agent on the board, or build the bundle "
                           f"with the agent's op list")
+    if info.signing == "required" and not bundle.signed:
+        raise BundleError(f"the device activates only signed bundles and {where} is not signed: build it with "
+                          f"dtorch-edge build --sign KEY (the key the device was provisioned with)")
 
 
 @dataclass
@@ -157,14 +162,14 @@ class FlashReport:
         if self.already_active:
             return [f"{self.board} at {self.port}: bundle {self.bundle[:12]} (model {self.model}) is already active; "
                     f"nothing sent ({self.seconds:.1f} s)"]
-        prev = self.previous[:12] if self.previous else "none"
+        prev = f"previous {self.previous[:12]} (dtorch-edge device rollback returns to it)" if self.previous else \
+            "no previous bundle"
         skipped = f", {self.files_skipped} already on the device" if self.files_skipped else ""
         resumed = self.bytes_skipped - sum(f.size for f in self.files if f.have)
         resumed_text = f", {resumed:,} bytes resumed from an earlier run" if resumed else ""
-        return [f"flashed {self.board} at {self.port}: bundle {self.bundle[:12]} active (model {self.model}), previous "
-                f"{prev} (dtorch-edge device rollback returns to it)",
+        return [f"flashed {self.board} at {self.port}: bundle {self.bundle[:12]} active (model {self.model}), {prev}",
                 f"sent {self.bytes_sent:,} bytes in {self.files_sent} files{skipped}{resumed_text}; "
-                f"{self.throughput / 1024:.1f} KiB/s, {self.transfer_seconds:.1f} s sending, {self.seconds:.1f} s "
+                f"{self.throughput / 1000:.1f} kB/s, {self.transfer_seconds:.1f} s sending, {self.seconds:.1f} s "
                 f"in all ({self.retransmits} retransmissions)"]
 
 
@@ -214,7 +219,7 @@ def _send_all(client: AgentClient, blobs: list[Blob], progress: bool) -> tuple[l
     """PUT and VERIFY each blob, with one progress bar over the bytes to send."""
     from tqdm import tqdm
 
-    bar = tqdm(total=sum(b.size for b in blobs), unit="B", unit_scale=True, unit_divisor=1024, desc="flash",
+    bar = tqdm(total=sum(b.size for b in blobs), unit="B", unit_scale=True, unit_divisor=1000, desc="flash",
                disable=not progress, leave=False, dynamic_ncols=True)
     results: list[PutResult] = []
     transfer = 0.0
@@ -242,8 +247,6 @@ def _send_all(client: AgentClient, blobs: list[Blob], progress: bool) -> tuple[l
                 at = max(state["at"], 0)
                 raise type(e)(f"{e}, while sending {blob.name} (byte {at:,} of {blob.size:,}); rerun the same command "
                               f"to resume from there (the device keeps its active model)") from None
-            except DeviceError:
-                raise
             transfer += time.monotonic() - t0
             if r.have:
                 bar.total -= blob.size

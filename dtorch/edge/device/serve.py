@@ -39,6 +39,7 @@ class ServeInfo:
     bundle: str
     store: str
     pid: int
+    emulator: str  # how the agent runs: "native", "qemu-aarch64 -cpu cortex-a76"
     command: list[str]
 
     def to_json(self) -> dict[str, object]:
@@ -197,7 +198,7 @@ def _run(board: str, bundle: Path, store: Path, argv: list[str], emulator: str, 
                 raise ServeError(_exit_message(proc, tail, "before it listened"))
             raise ServeError(f"the agent did not say where it listens within {READY_TIMEOUT:.0f} s")
         if port:
-            on_ready(ServeInfo(port[0], board, str(bundle), str(store), proc.pid, argv))
+            on_ready(ServeInfo(port[0], board, str(bundle), str(store), proc.pid, emulator, argv))
             log(f"serving {board} ({emulator}) at {port[0]}, store {store}; Ctrl-C stops it")
         while not stop.wait(0.2):
             if proc.poll() is not None:
