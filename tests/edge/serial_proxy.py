@@ -8,6 +8,8 @@ It is frame-aware (a frame ends at 0x00, PROTOCOL.md section 1) and applies, per
 - `rate`: a byte rate limit, as a serial line has (115200 baud 8N1 = 11,520 B/s);
 - `cut_after`: after this many bytes forwarded in this direction, the connection is cut (both sides closed), on
   the first `cuts` connections; the proxy keeps accepting, so the host can reconnect;
+- `stall_after`: after this many bytes forwarded in this direction, nothing more is (the connection stays open:
+  a cable pulled from a serial line gives no hang-up), on the first `cuts` connections;
 - `skip_frames`: the first frames of each connection pass untouched (so a HELLO can get through).
 
     with SerialProxy(agent_port, up=Faults(drop_byte=0.001), down=Faults(rate=11520), seed=1) as proxy:
@@ -43,6 +45,7 @@ class Faults:
     jitter: float = 0.0
     rate: float | None = None
     cut_after: int | None = None
+    stall_after: int | None = None
     cuts: int = 1
     skip_frames: int = 0
 
@@ -57,6 +60,7 @@ class _Stats:
     duplicated_frames: int = 0
     reordered_frames: int = 0
     cuts: int = 0
+    stalled_bytes: int = 0
 
     def as_dict(self) -> dict[str, int]:
         return dict(self.__dict__)
@@ -288,6 +292,11 @@ class _Direction:
                         if line_free > now:
                             time.sleep(line_free - now)
                         line_free += len(piece) / self.f.rate
+                    if self.f.stall_after is not None and self.conn.index < self.f.cuts and \
+                            self.forwarded >= self.f.stall_after:
+                        with self.proxy._lock:
+                            self.st.stalled_bytes += len(view)
+                        break
                     if self.f.cut_after is not None and self.conn.index < self.f.cuts:
                         room = self.f.cut_after - self.forwarded
                         if room <= 0:

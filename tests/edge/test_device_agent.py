@@ -430,3 +430,20 @@ def test_a_device_that_requires_signed_bundles(agent_exe, models, tmp_path):
             f.write("signature " + "00" * 64 + "\n")
         fails("flash", "--board", "host", "--port", a.url, "--quiet", str(b), match="requires a signed bundle")
         assert hello(a.url).active == ""
+
+
+def test_a_line_that_goes_quiet_mid_transfer(agent, models, tmp_path):
+    """No hang-up, just silence (a pulled serial cable): the flash gives up with what it tried and where it stood;
+    the old model stays; a rerun resumes."""
+    b = bundles_for(agent.url, models, tmp_path)
+    flash_json(b["a"], agent.url)
+    with SerialProxy(agent.port, up=Faults(stall_after=50_000)) as proxy:
+        t = time.monotonic()
+        line = fails("flash", "--board", "host", "--port", proxy.url, "--baud", "1000000", "--quiet", str(b["b"]),
+                     match="no acknowledgement")
+        assert time.monotonic() - t < 30
+        assert "rerun the same command to resume" in line and "model.dtm" in line
+        assert hello(agent.url).active == bundle_id(b["a"])
+        rep = flash_json(b["b"], proxy.url)
+    model = next(f for f in rep["files"] if f["name"] == "model.dtm")
+    assert rep["active"] == bundle_id(b["b"]) and model["offset"] > 30_000

@@ -211,8 +211,8 @@ class Link:
         """Stream bytes `start` .. `size` of the blob that the last PUT_BEGIN named, `read(offset, n)` giving them,
         with up to `window` PUT_DATA frames in flight. Returns when the agent acknowledges all `size` bytes;
         `progress(received)` is called on every advance. Resends from the agent's `received` after a timeout
-        without progress or three repeated ACKs; raises LineLost after `backoff` timeouts in a row (its message
-        says where the transfer stood), AgentError on ERROR."""
+        without progress or three repeated ACKs; raises LineLost after `backoff` timeouts in a row (the caller
+        knows where the transfer stood: the last `progress`), AgentError on ERROR."""
         base = nxt = start
         first_seq = self._seq_next  # ACKs of frames sent before this transfer are stale
         epoch_seq = first_seq  # duplicate ACKs count only for frames sent since the last go-back
@@ -232,11 +232,11 @@ class Link:
                 nxt += n
             f = self._recv(last_progress + base_timeout + self.backoff[min(timeouts, len(self.backoff) - 1)])
             if f is None:
+                timeouts += 1
                 if timeouts >= len(self.backoff):
                     raise LineLost(f"no acknowledgement from {self.url} for "
-                                   f"{time.monotonic() - silent_since:.1f} s at byte {base} of {size} (resent the "
-                                   f"window {timeouts} times)")
-                timeouts += 1
+                                   f"{time.monotonic() - silent_since:.1f} s (sent the window {timeouts} times, waits "
+                                   f"sized for {self.baud} baud)")
                 self.stats.retransmits += 1
                 nxt, epoch_seq, dups = base, self._seq_next, 0
                 last_progress = time.monotonic()
