@@ -631,9 +631,9 @@ def _client_call(port: str, baud: int, fn):  # type: ignore[no-untyped-def]
 @_port_options
 def device_info(port: str, baud: int, as_json: bool) -> None:
     """The board, agent and runtime versions (with hashes), the store, and the active and previous models."""
-    info = _client_call(port, baud, lambda c: c.hello())
+    info, status = _client_call(port, baud, lambda c: (c.hello(), c.status()))
     if as_json:
-        _echo_json(info.to_json())
+        _echo_json({**info.to_json(), "status": status.to_json()})
         return
     mib = 1024 * 1024
     click.echo(f"board: {info.board} ({info.arch})")
@@ -644,6 +644,9 @@ def device_info(port: str, baud: int, as_json: bool) -> None:
     click.echo(f"active: {info.active or 'none'}" + (f" (model {info.active_model})" if info.active_model else ""))
     click.echo(f"previous: {info.previous or 'none'}" + (f" (model {info.previous_model})" if info.previous_model
                                                            else ""))
+    receiving = f", receiving {status.receiving[:12]} ({status.received:,} bytes so far)" if status.receiving else ""
+    click.echo(f"agent state: {status.state}{receiving}; up {status.uptime_s:.0f} s, {status.rx_frames:,} frames "
+               f"received, {status.rx_dropped:,} dropped")
 
 
 @device_group.command("run")

@@ -301,6 +301,10 @@ def test_flash_through_a_faulty_line(agent, models, tmp_path, kind):
     injected = sum(s[k] for s in stats for k in ("dropped_bytes", "corrupted_bytes", "duplicated_frames",
                                                    "reordered_frames"))
     assert kind == "delay" or injected > 0, stats
+    status = json.loads(ok("device", "info", "--port", agent.url, "--json").stdout)["status"]
+    assert status["state"] == "idle" and status["rx_frames"] > 50
+    if kind in ("drop", "corrupt"):
+        assert status["rx_dropped"] > 0  # the damaged frames reached the agent and were dropped there
 
 
 def test_cut_line_fails_clearly_and_a_rerun_resumes(agent, models, tmp_path):
