@@ -49,6 +49,7 @@ class Responder:
         self.silent = False
         self.garbage = False
         self.skip_answers = 0  # the next N control requests are carried out but not answered
+        self.babble = False  # a stream of valid frames that answer nothing, without end
         self.last: tuple[int, bytes] | None = None
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -69,6 +70,8 @@ class Responder:
             with conn:
                 conn.settimeout(0.1)
                 dec = FrameDecoder()
+                if self.babble:
+                    threading.Thread(target=self._babble, args=(conn,), daemon=True).start()
                 while not self.stop.is_set():
                     try:
                         data = conn.recv(65536)
@@ -88,6 +91,15 @@ class Responder:
                                 conn.sendall(out)
                             except OSError:
                                 break
+
+    def _babble(self, conn: socket.socket) -> None:
+        stale = encode_frame(FrameType.ACK, 12345, ack_payload(0)) * 20
+        while not self.stop.is_set():
+            try:
+                conn.sendall(stale)
+            except OSError:
+                return
+            time.sleep(0.002)
 
     def _handle(self, f: Frame) -> bytes | None:
         if f.type == FrameType.PUT_DATA:
@@ -189,6 +201,19 @@ def test_silent_device_says_what_was_tried(responder):
     msg = str(e.value)
     assert "sent HELLO 4 times" in msg and "nothing came back" in msg and "115200 baud" in msg
     assert not isinstance(e.value, GarbageOnLine)
+
+
+def test_a_babbling_line_still_times_out(responder):
+    """Valid frames that answer nothing, arriving without pause, do not hold a request (or a transfer) forever."""
+    responder.babble = True
+    responder.silent = True
+    t = time.monotonic()
+    with Link(responder.url, 1_000_000, backoff=FAST) as link:
+        with pytest.raises(NoResponse, match="sent HELLO 4 times"):
+            AgentClient(link).hello()
+        with pytest.raises(LineLost, match="no acknowledgement"):
+            link.send_data(0, 10_000, lambda o, n: bytes(n))
+    assert time.monotonic() - t < 10
 
 
 def test_garbage_on_the_line_suggests_the_baud_rate(responder):

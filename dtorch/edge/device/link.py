@@ -181,6 +181,8 @@ class Link:
                 if f.seq == seq and f.type in (FrameType.OK, FrameType.ERROR):
                     return self._checked(f, what or name)
                 # anything else is stale: a duplicate answer to an earlier request, an ACK of an earlier window
+                if time.monotonic() >= deadline:
+                    break
         raise self._silence(name, waits, time.monotonic() - start)
 
     def _checked(self, f: Frame, what: str) -> Frame:
@@ -230,8 +232,24 @@ class Link:
                     raise LineLost(f"the file being sent shrank at byte {nxt} (it changed while being sent)")
                 self._write(encode_frame(FrameType.PUT_DATA, self._new_seq(), put_data_payload(nxt, data)))
                 nxt += n
-            f = self._recv(last_progress + base_timeout + self.backoff[min(timeouts, len(self.backoff) - 1)])
-            if f is None:
+            deadline = last_progress + base_timeout + self.backoff[min(timeouts, len(self.backoff) - 1)]
+            f = self._recv(deadline)
+            received = self._ack(f, first_seq, size) if f is not None else None
+            if received is not None and received > base:
+                base = received
+                nxt = max(nxt, base)
+                dups = timeouts = 0
+                last_progress = silent_since = time.monotonic()
+                if progress is not None:
+                    progress(base)
+                continue
+            if received is not None and received == base and f is not None and self._unwrap(f.seq) >= epoch_seq:
+                dups += 1
+                if dups >= 3:
+                    self.stats.retransmits += 1
+                    nxt, epoch_seq, dups = base, self._seq_next, 0
+            # no progress: a timeout once the deadline has passed (also while stale frames keep arriving)
+            if f is None or time.monotonic() >= deadline:
                 timeouts += 1
                 if timeouts >= len(self.backoff):
                     raise LineLost(f"no acknowledgement from {self.url} for "
@@ -240,32 +258,23 @@ class Link:
                 self.stats.retransmits += 1
                 nxt, epoch_seq, dups = base, self._seq_next, 0
                 last_progress = time.monotonic()
-                continue
-            s = self._unwrap(f.seq)
-            if s < first_seq:
-                continue
-            if f.type == FrameType.ERROR:
-                self._checked(f, "PUT_DATA")
-            if f.type != FrameType.ACK:
-                continue
-            try:
-                received = parse_ack(f.payload)
-            except FrameError as e:
-                raise ProtocolError(f"the agent's ACK does not parse ({e})") from None
-            if received > size:
-                raise ProtocolError(f"the agent acknowledged {received} bytes of a {size}-byte file")
-            if received > base:
-                base = received
-                nxt = max(nxt, base)
-                dups = timeouts = 0
-                last_progress = silent_since = time.monotonic()
-                if progress is not None:
-                    progress(base)
-            elif received == base and s >= epoch_seq:
-                dups += 1
-                if dups >= 3:
-                    self.stats.retransmits += 1
-                    nxt, epoch_seq, dups = base, self._seq_next, 0
+
+    def _ack(self, f: Frame, first_seq: int, size: int) -> int | None:
+        """The `received` of an ACK to this transfer's PUT_DATA (None for a stale or other frame); raises AgentError
+        for an ERROR answer and ProtocolError for a malformed ACK."""
+        if self._unwrap(f.seq) < first_seq:
+            return None
+        if f.type == FrameType.ERROR:
+            self._checked(f, "PUT_DATA")
+        if f.type != FrameType.ACK:
+            return None
+        try:
+            received = parse_ack(f.payload)
+        except FrameError as e:
+            raise ProtocolError(f"the agent's ACK does not parse ({e})") from None
+        if received > size:
+            raise ProtocolError(f"the agent acknowledged {received} bytes of a {size}-byte file")
+        return received
 
     # --- the byte stream ------------------------------------------------------------------------------------------
 
