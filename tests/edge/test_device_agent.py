@@ -451,3 +451,23 @@ def test_a_line_that_goes_quiet_mid_transfer(agent, models, tmp_path):
         rep = flash_json(b["b"], proxy.url)
     model = next(f for f in rep["files"] if f["name"] == "model.dtm")
     assert rep["active"] == bundle_id(b["b"]) and model["offset"] > 30_000
+
+
+def test_a_failing_selftest_exits_1(agent, tmp_path):
+    """A model whose bundled test vector it does not reproduce (the expected output is wrong on purpose)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "runtime"))
+    from dtm_builder import relu_model
+
+    g = relu_model([1, 4])
+    x = np.array([[1, -2, 3, -4]], np.float32)
+    g.set_test_vector([x], [np.maximum(x, 0) + 0.5])
+    model = tmp_path / "wrong.dtm"
+    model.write_bytes(g.build())
+    info = hello(agent.url)
+    b = write_bundle(tmp_path / "w", model, board=info.board, runtime_hash=info.runtime_hash,
+                     opset_hash=info.opset_hash)
+    flash_json(b, agent.url)
+    r = cli("device", "selftest", "--port", agent.url)
+    assert r.exit_code == 1 and "selftest FAILED: max abs error 0.5" in r.stdout
+    assert r.stderr.startswith("error: the device's model does not reproduce its test vector")
+    assert json.loads(cli("device", "selftest", "--port", agent.url, "--json").stdout)["pass"] is False
