@@ -265,6 +265,29 @@ def test_no_such_port():
         open_port(f"socket://127.0.0.1:{port}", 115200)
 
 
+@pytest.mark.parametrize("url,words", [
+    ("bogus://x", "protocol 'bogus' not known"),
+    ("socket://127.0.0.1:99999", "PORT in 1..65535"),
+    ("socket://127.0.0.1", "socket://HOST:PORT"),
+    ("socket://no-such-host.invalid:5", "cannot resolve the host"),
+])
+def test_malformed_ports(url, words):
+    from dtorch.edge.device.errors import PortError
+
+    with pytest.raises(PortError, match=words):
+        open_port(url, 115200)
+
+
+def test_not_a_serial_port(tmp_path):
+    from dtorch.edge.device.errors import PortError
+
+    (tmp_path / "plain").write_text("")
+    with pytest.raises(PortError, match="is not a serial port"):
+        open_port(str(tmp_path / "plain"), 115200)
+    with pytest.raises(PortError, match="is a directory"):
+        open_port(str(tmp_path), 115200)
+
+
 def test_port_busy():
     master, slave = pty.openpty()
     try:

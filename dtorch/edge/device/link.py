@@ -52,6 +52,11 @@ def open_port(url: str, baud: int) -> Any:
     import serial
 
     kwargs: dict[str, Any] = {"baudrate": baud, "timeout": 0, "write_timeout": 10.0 + line_seconds(1 << 16, baud)}
+    if url.startswith(("socket://", "rfc2217://")):
+        host, sep, rest = url.split("://", 1)[1].rpartition(":")
+        port = rest.split("?", 1)[0].split("/", 1)[0]
+        if not sep or not host or not port.isdigit() or not 0 < int(port) < 65536:
+            raise PortError(f"cannot use port {url!r}: give {url.split('://')[0]}://HOST:PORT with PORT in 1..65535")
     if "://" not in url:
         kwargs["exclusive"] = True
     try:
@@ -82,6 +87,12 @@ def _open_error(url: str, e: OSError) -> PortError:
     if code in (errno.EBUSY, errno.EAGAIN) or "exclusively lock" in text:
         return PortBusy(f"port {url} is busy: another program holds it (a terminal such as minicom or screen, or "
                         f"another dtorch-edge); close it and retry")
+    if code == errno.ENOTTY or "Inappropriate ioctl" in text:
+        return PortError(f"{url} is not a serial port (the terminal settings cannot be applied to it)")
+    if code == errno.EISDIR:
+        return PortError(f"{url} is a directory, not a serial port")
+    if "Name or service not known" in text or "nodename nor servname" in text:
+        return PortNotFound(f"cannot resolve the host of {url}: check the name, or use 127.0.0.1 for an emulated board")
     if code in (errno.EACCES, errno.EPERM):
         return PortError(f"no permission to open {url}: add your user to the group that owns it (usually "
                          f"`dialout`) and log in again")
