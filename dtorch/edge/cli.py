@@ -602,6 +602,8 @@ def flash(bundle_dir: Path, board: str, port: str, baud: int, as_json: bool, qui
         rep = flash_bundle(bundle_dir, port, board=board, baud=baud, progress=not (as_json or quiet), log=log)
     except DeviceError as e:
         _device_fail(e)
+    except KeyboardInterrupt:
+        _device_fail("interrupted: the device keeps its active model; rerun the same command to resume the transfer")
     if as_json:
         _echo_json(rep.to_json())
         return

@@ -471,3 +471,17 @@ def test_a_failing_selftest_exits_1(agent, tmp_path):
     assert r.exit_code == 1 and "selftest FAILED: max abs error 0.5" in r.stdout
     assert r.stderr.startswith("error: the device's model does not reproduce its test vector")
     assert json.loads(cli("device", "selftest", "--port", agent.url, "--json").stdout)["pass"] is False
+
+
+def test_ctrl_c_during_a_flash_is_one_line_and_a_rerun_resumes(agent, models, tmp_path):
+    b = bundles_for(agent.url, models, tmp_path)
+    with SerialProxy(agent.port, up=Faults(rate=20_000)) as proxy:
+        p = subprocess.Popen([sys.executable, "-m", "dtorch.edge.cli", "flash", "--board", "host", "--port", proxy.url,
+                              "--quiet", str(b["a"])], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(2.5)
+        p.send_signal(signal.SIGINT)
+        _out, err = p.communicate(timeout=30)
+        assert p.returncode == 1 and err.startswith("error: interrupted") and err.count("\n") == 1, err
+        rep = flash_json(b["a"], proxy.url)
+    model = next(f for f in rep["files"] if f["name"] == "model.dtm")
+    assert rep["active"] == bundle_id(b["a"]) and model["offset"] > 0
