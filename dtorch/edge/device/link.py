@@ -133,6 +133,7 @@ class Link:
         self._pending: deque[Frame] = deque()
         self._seq_next = int.from_bytes(os.urandom(4), "little")
         self._fd: int | None = None
+        self._tx_free = 0.0  # when the line will have carried every byte written so far, at `baud`
 
     # --- opening and closing -------------------------------------------------------------------------------------
 
@@ -179,15 +180,18 @@ class Link:
         name = ftype.name
         seq = self._new_seq()
         frame = encode_frame(ftype, seq, payload)
-        line = self.line_seconds(len(frame) + MAX_ENCODED)
+        answer = self.line_seconds(MAX_ENCODED)  # the longest response's time on the line
         waits: list[float] = []
         start = time.monotonic()
         for wait in self.backoff:
             if waits:
                 self.stats.retransmits += 1
             self._write(frame)
-            waits.append(wait + line + allowance)
-            deadline = time.monotonic() + waits[-1]
+            now = time.monotonic()
+            # the bytes still queued ahead of the answer: this request, and frames written before it (the tail of
+            # a window) that a slow line has not carried yet
+            waits.append(wait + answer + allowance + max(0.0, self._tx_free - now))
+            deadline = now + waits[-1]
             while (f := self._recv(deadline)) is not None:
                 if f.seq == seq and f.type in (FrameType.OK, FrameType.ERROR):
                     return self._checked(f, what or name)
@@ -307,6 +311,7 @@ class Link:
         except Exception as e:
             raise self._lost(e) from None
         self.stats.bytes_out += len(data)
+        self._tx_free = max(self._tx_free, time.monotonic()) + self.line_seconds(len(data))
         if len(data) > 1:
             self.stats.frames_out += 1
 
