@@ -229,8 +229,7 @@ def _send_all(client: AgentClient, blobs: list[Blob], progress: bool) -> tuple[l
             done_before = bar.n
             state = {"offset": -1, "at": 0}
 
-            def advance(received: int, blob: Blob = blob, done_before: int = done_before,
-                        state: dict[str, int] = state) -> None:
+            def advance(received: int, done_before: int = done_before, state: dict[str, int] = state) -> None:
                 if state["offset"] < 0:  # the first call: where the device stands
                     state["offset"] = received
                     bar.total -= received  # resumed bytes are not sent again: not part of the rate or time left

@@ -145,12 +145,16 @@ class Link:
         except Exception:  # rfc2217 and loop:// have no file descriptor: poll instead
             self._fd = None
         try:
-            self._port.reset_input_buffer()
-        except Exception as e:
-            raise self._lost(e) from None
-        # A delimiter first: whatever the agent's receiver holds of a frame (noise on the line, a host killed
-        # mid-frame) ends here instead of spoiling our first frame.
-        self._write(b"\x00")
+            try:
+                self._port.reset_input_buffer()
+            except Exception as e:
+                raise self._lost(e) from None
+            # A delimiter first: whatever the agent's receiver holds of a frame (noise on the line, a host killed
+            # mid-frame) ends here instead of spoiling our first frame.
+            self._write(b"\x00")
+        except BaseException:
+            self.close()
+            raise
         return self
 
     def close(self) -> None:
