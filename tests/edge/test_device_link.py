@@ -50,6 +50,7 @@ class Responder:
         self.garbage = False
         self.skip_answers = 0  # the next N control requests are carried out but not answered
         self.babble = False  # a stream of valid frames that answer nothing, without end
+        self.hello_fields: dict[str, object] = {}
         self.last: tuple[int, bytes] | None = None
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._serve, daemon=True)
@@ -124,7 +125,8 @@ class Responder:
         self.executed.append(f.type)
         kv = parse_kv(f.payload)
         if f.type == FrameType.HELLO:
-            out = self._ok(f, protocol=1, board="toy", runtime_hash="r" * 64, opset_hash="o" * 64, max_payload=4096)
+            out = self._ok(f, **{"protocol": 1, "board": "toy", "runtime_hash": "r" * 64, "opset_hash": "o" * 64,
+                                 "max_payload": 4096, **self.hello_fields})
         elif f.type == FrameType.PUT_BEGIN:
             sha = kv["sha256"]
             if sha in self.blobs:
@@ -246,6 +248,17 @@ def test_garbage_on_a_pty_at_the_wrong_baud():
         t.join()
         os.close(master)
         os.close(slave)
+
+
+def test_an_agent_of_another_protocol_is_named(responder):
+    from dtorch.edge.device.errors import ProtocolError
+
+    responder.hello_fields = {"protocol": 2}
+    with Link(responder.url, backoff=FAST) as link, pytest.raises(ProtocolError, match="speaks protocol 2"):
+        AgentClient(link).hello()
+    responder.hello_fields = {"protocol": "x"}
+    with Link(responder.url, backoff=FAST) as link, pytest.raises(ProtocolError, match="not an integer"):
+        AgentClient(link).hello()
 
 
 def test_agent_error_is_one_clear_line(responder):
