@@ -7,8 +7,10 @@
    build/<board>/<toolchain>/<op-set>/; a second build of the same inputs is a no-op and says so.
 4. Verification: the host build of the same op list runs every model (its bundled test vector when it has one,
    else zeros of the model's input shapes), so a kernel missing from the list fails here, not on the device.
-5. dist/<board>/: dtorch-run, the model(s), manifest.json (board, toolchain and version, flags, dtorch and runtime
-   versions, runtime and op-set hashes, model sha256s, op list, size and sha256 of every file) and a size report:
+5. dist/<board>/: dtorch-run, dtorch-agent (Linux boards: the device agent of runtime/apps/agent/PROTOCOL.md, from
+   the same runtime objects, so with the same runtime and op-set hashes), the model(s), manifest.json (board,
+   toolchain and version, flags, dtorch and runtime versions, runtime and op-set hashes, model sha256s, op list, size
+   and sha256 of every file), bundle.txt (what `dtorch-edge flash` sends: PROTOCOL.md section 5) and a size report:
    the pruned binary vs the full runtime for the same board and toolchain, and bytes per kernel.
 """
 
@@ -48,10 +50,12 @@ class BuildResult:
     verified: list[str]
     manifest: dict[str, Any]
     kernel_bytes: dict[str, int] = field(default_factory=dict)
+    agent_bytes: int | None = None  # dtorch-agent's, None when the bundle has none
 
     def to_json(self) -> dict[str, Any]:
         return {"board": self.board, "toolchain": self.toolchain, "dist": str(self.dist),
-                "binary_bytes": self.binary_bytes, "full_runtime_bytes": self.full_bytes,
+                "binary_bytes": self.binary_bytes, "agent_bytes": self.agent_bytes,
+                "full_runtime_bytes": self.full_bytes,
                 "up_to_date": self.up_to_date, "verified": self.verified, "kernel_bytes": self.kernel_bytes,
                 "manifest": self.manifest}
 
@@ -251,20 +255,21 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
             _write_atomic(path, text.encode())
         return path
 
-    def scons_args(p: Any) -> list[str]:
+    def scons_args(p: Any, agent: bool) -> list[str]:
         return [f"board={p.board.name}", f"toolchain={p.toolchain.family}", f"ops={ops_file(p)}",
-                *([f"profile={p.profile}"] if p.profile_overridden else [])]
+                *([f"profile={p.profile}"] if p.profile_overridden else []), *([] if agent else ["agent=0"])]
 
-    def run_build(p: Any, what: str) -> bool:
-        """Builds plan `p`; returns True when it was already up to date."""
-        args = scons_args(p)
+    def run_build(p: Any, what: str, agent: bool = False) -> bool:
+        """Builds plan `p` (with its dtorch-agent when `agent`); returns True when it was already up to date."""
+        args = scons_args(p, agent)
         if _scons(root, args, jobs=jobs, question=True)[0] == 0:
             return True
         bar = None
         if progress:
             from tqdm import tqdm
 
-            bar = tqdm(total=len(p.sources) + 1, desc=f"building {what}", unit="step", leave=False)
+            steps = len(p.sources) + 1 + (len(p.agent_sources) + 1 if agent else 0)
+            bar = tqdm(total=steps, desc=f"building {what}", unit="step", leave=False)
 
         def on_line(line: str) -> None:
             if bar is not None and (" -c " in line or " -o " in line):
@@ -279,9 +284,18 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
 
     log(f"board {plan.board.name} ({plan.board.arch}), toolchain {plan.toolchain.family} ({plan.found.version}), "
         f"profile {plan.profile}, {len(op_list.entries())} op(s): {', '.join(op_list.entries())}")
-    up_to_date = run_build(plan, f"dtorch-run for {plan.board.name}")
+    up_to_date = run_build(plan, f"dtorch-run for {plan.board.name}", agent=True)
     exe = root / plan.variant / "dtorch-run"
+    agent_exe: Path | None = root / plan.variant / "dtorch-agent"
     log(f"{'up to date, nothing rebuilt' if up_to_date else 'built'}: {exe.relative_to(root)}")
+    if not plan.has_agent:
+        agent_exe = None
+    elif agent_exe is not None and agent_exe.is_file() and _sodium_ready():
+        log(f"{'up to date' if up_to_date else 'built'}: {agent_exe.relative_to(root)}")
+    else:
+        agent_exe = None
+        log("warning: the bundle has no dtorch-agent: libsodium's sources are not fetched (run: python -m "
+            "dtorch.edge.third_party, or scripts/setup.sh), so `dtorch-edge flash` cannot serve this bundle")
 
     verified: list[str] = []
     if verify and model_paths:
@@ -309,12 +323,31 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
     os.chmod(stage, 0o777 & ~umask)  # a bundle folder like mkdir makes one (mkdtemp's is 0700)
     try:
         result = _write_bundle(stage, plan, exe, model_paths, op_list, full_bytes, kernel_bytes, verified,
-                               up_to_date, __version__, CORE_FLAGS)
+                               up_to_date, __version__, CORE_FLAGS, agent_exe)
         _swap_in(stage, dist)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
     result.dist = dist
     return result
+
+
+def _sodium_ready() -> bool:
+    from .third_party import ThirdPartyError, libsodium_source
+
+    try:
+        libsodium_source(fetch=False)
+    except ThirdPartyError:
+        return False
+    return True
+
+
+def bundle_text(plan: Any, models: dict[str, Path]) -> str:
+    """bundle.txt (runtime/apps/agent/PROTOCOL.md section 5): the bundle as the agent installs it. Its files are the
+    models (the first is the one the agent runs); the binaries are not among them (the agent runs the models)."""
+    lines = ["dtorch-bundle 1", f"board {plan.board.name}", f"runtime_hash {plan.runtime_hash}",
+             f"opset_hash {plan.opset_hash}", f"runtime_version {plan.runtime_version}", f"model {next(iter(models))}"]
+    lines += [f"file {name} {_sha256(p)} {p.stat().st_size}" for name, p in models.items()]
+    return "\n".join(lines) + "\n"
 
 
 def _check_out(out: Path, dist: Path) -> None:
@@ -376,16 +409,24 @@ def _exchange(a: Path, b: Path) -> bool:
 
 def _write_bundle(dist: Path, plan: Any, exe: Path, model_paths: Sequence[Path], op_list: OpList,
                   full_bytes: int | None, kernel_bytes: dict[str, int], verified: list[str], up_to_date: bool,
-                  version: str, core_flags: Sequence[str]) -> BuildResult:
+                  version: str, core_flags: Sequence[str], agent: Path | None = None) -> BuildResult:
     files: dict[str, Path] = {"dtorch-run": exe}
+    if agent is not None:
+        files["dtorch-agent"] = agent
+    models: dict[str, Path] = {}
     if len(model_paths) == 1:
-        files["model.dtm"] = model_paths[0]
+        models["model.dtm"] = model_paths[0]
     else:
         for m in model_paths:
-            files[m.name] = m
+            models[m.name] = m
+    files.update(models)
+    binaries = ("dtorch-run", "dtorch-agent")
     for name, src in files.items():
-        _write_atomic(dist / name, src.read_bytes(), 0o755 if name == "dtorch-run" else 0o644)
+        _write_atomic(dist / name, src.read_bytes(), 0o755 if name in binaries else 0o644)
+    if models:
+        _write_atomic(dist / "bundle.txt", bundle_text(plan, {n: dist / n for n in models}).encode())
     binary_bytes = exe.stat().st_size
+    agent_bytes = agent.stat().st_size if agent is not None else None
     manifest = {
         "board": plan.board.name, "arch": plan.board.arch,
         "toolchain": {"name": plan.toolchain.family, "version": plan.found.version},
@@ -396,9 +437,9 @@ def _write_bundle(dist: Path, plan: Any, exe: Path, model_paths: Sequence[Path],
         "dtorch_version": version, "runtime_version": plan.runtime_version,
         "runtime_hash": plan.runtime_hash, "opset_hash": plan.opset_hash,
         "ops": op_list.entries(),
-        "models": [{"file": n, "sha256": _sha256(p)} for n, p in files.items() if n != "dtorch-run"],
+        "models": [{"file": n, "sha256": _sha256(p)} for n, p in models.items()],
         "files": {n: {"bytes": (dist / n).stat().st_size, "sha256": _sha256(dist / n)} for n in files},
-        "sizes": {"dtorch_run_bytes": binary_bytes, "full_runtime_bytes": full_bytes,
+        "sizes": {"dtorch_run_bytes": binary_bytes, "dtorch_agent_bytes": agent_bytes, "full_runtime_bytes": full_bytes,
                   "pruned_vs_full": None if not full_bytes else round(binary_bytes / full_bytes, 4),
                   "kernel_bytes": kernel_bytes,
                   "kernel_bytes_method": "each kernel file compiled with the build's flags without LTO, "
@@ -408,6 +449,8 @@ def _write_bundle(dist: Path, plan: Any, exe: Path, model_paths: Sequence[Path],
     _write_atomic(dist / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
     report = [f"# Size report: {plan.board.name} ({plan.toolchain.family})", "",
               f"- dtorch-run (pruned, stripped, static): {binary_bytes:,} bytes",
+              f"- dtorch-agent (the device agent: the same runtime, pruned the same way): {agent_bytes:,} bytes"
+              if agent_bytes is not None else "- dtorch-agent: (not in this bundle)",
               f"- full runtime, same board and toolchain: {full_bytes:,} bytes" if full_bytes else
               "- full runtime: (not built)",
               "", "| kernel file | bytes (non-LTO object) |", "|---|---:|"]
@@ -415,4 +458,4 @@ def _write_bundle(dist: Path, plan: Any, exe: Path, model_paths: Sequence[Path],
     _write_atomic(dist / "size_report.md", ("\n".join(report) + "\n").encode())
     return BuildResult(board=plan.board.name, toolchain=plan.toolchain.family, dist=dist, binary_bytes=binary_bytes,
                        full_bytes=full_bytes, up_to_date=up_to_date, verified=verified, manifest=manifest,
-                       kernel_bytes=kernel_bytes)
+                       kernel_bytes=kernel_bytes, agent_bytes=agent_bytes)

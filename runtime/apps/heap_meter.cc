@@ -4,6 +4,7 @@
 #include "heap_meter.h"
 
 #include <atomic>
+#include <cerrno>  // program_invocation_short_name: dtorch-run or dtorch-agent
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -24,7 +25,7 @@ void count_alloc(size_t n) {
 }
 
 [[noreturn]] void out_of_memory(size_t n) {
-  dtorch::print_to(stderr, "dtorch-run: error: out of memory allocating %zu bytes\n", n);
+  dtorch::print_to(stderr, "%s: error: out of memory allocating %zu bytes\n", program_invocation_short_name, n);
   std::abort();
 }
 

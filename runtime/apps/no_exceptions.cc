@@ -7,6 +7,7 @@
 // every board binary. Defined here, the archive members stay out. A throw inside libc++ (a bug or memory
 // exhaustion, never an input error: those are Status values) prints what it was and aborts, which is also what an
 // uncaught exception does.
+#include <cerrno>  // program_invocation_short_name: dtorch-run or dtorch-agent
 #include <cstdarg>
 #include <cstdint>
 #include <cstdio>
@@ -17,7 +18,7 @@
 
 namespace {
 [[noreturn]] void fatal(const char* what) {
-  dtorch::print_to(stderr, "dtorch-run: fatal: %s (this build has no C++ exceptions)\n", what);
+  dtorch::print_to(stderr, "%s: fatal: %s (this build has no C++ exceptions)\n", program_invocation_short_name, what);
   std::abort();
 }
 }  // namespace

@@ -797,3 +797,83 @@ def test_sigkill_at_random_moments_leaves_a_consistent_store(agent_bin, models, 
           f"one of the two complete bundles was active and a new flash succeeded")
     assert phases.get("put", 0) > 0
     assert_store_only(tmp_path, "store")
+
+
+# --- the board build under QEMU -------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def rk3588_bundle(models, tmp_path_factory) -> Path:
+    """dist/rk3588 of `dtorch-edge build --board rk3588 --model a.dtm` (the board's first toolchain)."""
+    from dtorch.edge.build import build_bundle
+
+    root = tmp_path_factory.mktemp("agent_dist")
+    (root / "a.dtm").write_bytes(models["a"])
+    r = build_bundle("rk3588", [root / "a.dtm"], out=root / "dist", verify=False, compare_full=False,
+                     progress=False, log=lambda line: None)
+    return r.dist
+
+
+def bundle_fields(text: str) -> dict[str, str]:
+    return {k: v for k, _, v in (line.partition(" ") for line in text.splitlines()) if k != "file"}
+
+
+def test_the_bundle_carries_the_agent_and_bundle_txt(rk3588_bundle):
+    import json
+
+    m = json.loads((rk3588_bundle / "manifest.json").read_text())
+    assert "dtorch-agent" in m["files"] and m["sizes"]["dtorch_agent_bytes"] == (rk3588_bundle / "dtorch-agent").stat(
+    ).st_size
+    assert "dtorch-agent (the device agent" in (rk3588_bundle / "size_report.md").read_text()
+    text = (rk3588_bundle / "bundle.txt").read_text()
+    lines = text.splitlines()
+    assert lines[0] == "dtorch-bundle 1" and text.endswith("\n")
+    f = bundle_fields(text)
+    assert (f["board"], f["runtime_hash"], f["opset_hash"], f["model"]) == ("rk3588", m["runtime_hash"],
+                                                                             m["opset_hash"], "model.dtm")
+    files = [line.split() for line in lines if line.startswith("file ")]
+    assert files == [["file", "model.dtm", m["files"]["model.dtm"]["sha256"], str(m["files"]["model.dtm"]["bytes"])]]
+    desc = subprocess.run(["file", str(rk3588_bundle / "dtorch-agent")], capture_output=True, text=True).stdout
+    assert "ARM aarch64" in desc and "statically linked" in desc
+
+
+def test_the_aarch64_agent_under_qemu(rk3588_bundle, models, tmp_path):
+    from dtorch.edge.boards import load_board
+
+    board = load_board("rk3588")
+    text = (rk3588_bundle / "bundle.txt").read_bytes()
+    f = bundle_fields(text.decode())
+    a = Agent(board.emulator.command(rk3588_bundle / "dtorch-agent"), tmp_path / "store")
+    try:
+        w = a.connect()
+        h = w.ok(T.HELLO)
+        assert (h["board"], h["arch"], h["runtime_hash"], h["opset_hash"]) == ("rk3588", "aarch64", f["runtime_hash"],
+                                                                              f["opset_hash"])
+        # flash the bundle as built: its files, then bundle.txt, then ACTIVATE
+        for line in text.decode().splitlines():
+            if line.startswith("file "):
+                _, name, sha, size = line.split()
+                assert w.put(name, (rk3588_bundle / name).read_bytes())["sha256"] == sha
+        w.put("bundle.txt", text)
+        id_a = hashlib.sha256(text).hexdigest()
+        assert w.ok(T.ACTIVATE, {"bundle": id_a})["active"] == id_a
+        assert w.ok(T.SELFTEST)["pass"] == "1"
+        x = np.random.default_rng(1).standard_normal((1, 4)).astype(np.float32)
+        y, _ = run_on(w, npy_bytes(x, tmp_path))
+        assert y.tobytes() == host_output(models["a"], x, tmp_path, kernels="portable").tobytes()
+        # a second model with the same op set, then back to the first
+        ident = {"board": "rk3588", "runtime_hash": f["runtime_hash"], "opset_hash": f["opset_hash"]}
+        b = flash(w, models["b"], ident)
+        yb, _ = run_on(w, npy_bytes(x, tmp_path))
+        assert yb.tobytes() == host_output(models["b"], x, tmp_path, kernels="portable").tobytes()
+        assert b["previous"] == id_a and w.ok(T.ROLLBACK)["active"] == id_a
+        assert run_on(w, npy_bytes(x, tmp_path))[0].tobytes() == y.tobytes()
+        # a bundle for another op set is refused, naming both
+        code, msg = w.error(T.ACTIVATE, {"bundle": w.put("bundle.txt", bundle_text(models["b"], DEV))["sha256"]})
+        assert code == "mismatch"
+        w.put("bundle.txt", bundle_text(models["b"], {**ident, "opset_hash": "0" * 64}))
+        code, msg = w.error(T.ACTIVATE, {"bundle": hashlib.sha256(bundle_text(models["b"], {
+            **ident, "opset_hash": "0" * 64})).hexdigest()})
+        assert code == "mismatch" and f["opset_hash"][:16] in msg and "0" * 16 in msg
+    finally:
+        a.stop()
+    assert_store_only(tmp_path, "store")

@@ -7,9 +7,11 @@ namespace dtorch {
 namespace agent {
 namespace {
 
+// Computed at compile time: a function-local static would need the C++ library's guard (__cxa_guard_acquire), whose
+// archive member pulls the exception runtime into a board binary built without it.
 struct CrcTable {
   uint32_t v[256];
-  CrcTable() {
+  constexpr CrcTable() : v() {
     for (uint32_t i = 0; i < 256; ++i) {
       uint32_t c = i;
       for (int k = 0; k < 8; ++k) c = (c & 1) ? 0xEDB88320u ^ (c >> 1) : c >> 1;
@@ -18,15 +20,12 @@ struct CrcTable {
   }
 };
 
-const CrcTable& crc_table() {
-  static const CrcTable t;
-  return t;
-}
+constexpr CrcTable kCrcTable;
 
 }  // namespace
 
 uint32_t crc32(uint32_t crc, const uint8_t* data, size_t n) {
-  const uint32_t* t = crc_table().v;
+  const uint32_t* t = kCrcTable.v;
   uint32_t c = ~crc;
   for (size_t i = 0; i < n; ++i) c = t[(c ^ data[i]) & 0xFF] ^ (c >> 8);
   return ~c;
