@@ -56,7 +56,7 @@ CORE_FLAGS = ("-Os",)
 _APP_GROUPS = ("app", "app_common", "board_app")
 #: dtorch-agent (runtime/apps/agent/, Linux boards only) links the same runtime objects with its own sources in place
 #: of dtorch-run's, and libsodium's C files (dtorch.edge.third_party; compiled with `c_flags`).
-_AGENT_GROUPS = ("agent", "app_common", "board_app")
+_AGENT_GROUPS = ("agent_main", "agent", "app_common", "board_app")
 #: ... and, with nothing left to read them, the libraries' unwind tables dropped at link (relative to the resource
 #: root, where SCons runs; the script's bytes are part of the runtime hash).
 _LIBCXX_LINK_SCRIPTS = ("toolchains/zig_no_unwind.ld",)

@@ -93,7 +93,7 @@ def test_board_plan_takes_the_groups(board):
     n_runtime = len(SOURCES.files(*RUNTIME))
     assert agent[:n_runtime] == rels[:n_runtime]
     assert agent[n_runtime:len(agent) - len(rels) + len(SOURCES.files(*groups))] == SOURCES.files(
-        "agent", "app_common", "board_app", *libcxx)
+        "agent_main", "agent", "app_common", "board_app", *libcxx)
     assert every.has_agent and every.c_flags[:2] == ("-x", "c")
     assert rels[:len(SOURCES.files(*groups))] == SOURCES.files(*groups)
     isa = rels[len(SOURCES.files(*groups)):]  # the host's ISA sets, after everything else
