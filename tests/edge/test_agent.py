@@ -672,6 +672,14 @@ def test_command_line_errors_are_one_line(agent_bin, tmp_path):
         lines = r.stderr.strip().splitlines()
         assert r.returncode in (1, 2) and len(lines) == 1 and words in lines[0], (args, r.stderr)
         assert lines[0].startswith("dtorch-agent: error: ")
+    a = Agent([str(agent_bin)], tmp_path / "busy")
+    try:  # one agent per store
+        r = subprocess.run([str(agent_bin), "--store", str(tmp_path / "busy"), "--stdio"], capture_output=True,
+                           text=True, stdin=subprocess.DEVNULL, timeout=30)
+        assert r.returncode == 1 and "another dtorch-agent is serving the store" in r.stderr
+        assert len(r.stderr.strip().splitlines()) == 1
+    finally:
+        a.stop()
     v = subprocess.run([str(agent_bin), "--version"], capture_output=True, text=True)
     assert v.returncode == 0 and "protocol 1" in v.stdout and "runtime hash dev" in v.stdout
     h = subprocess.run([str(agent_bin), "--help"], capture_output=True, text=True)

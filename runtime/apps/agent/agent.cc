@@ -574,7 +574,8 @@ Agent::Reply Agent::run(const std::string& text) {
     }
     std::make_heap(ms.begin(), ms.end());
     std::sort_heap(ms.begin(), ms.end());
-    out.add("ms_min", fmt_ms(ms.front())).add("ms_p50", fmt_ms(ms[(ms.size() - 1) / 2])).add("ms_max", fmt_ms(ms.back()));
+    const size_t p50 = static_cast<size_t>(0.5 * static_cast<double>(ms.size() - 1) + 0.5);  // as dtorch-run --bench
+    out.add("ms_min", fmt_ms(ms.front())).add("ms_p50", fmt_ms(ms[p50])).add("ms_max", fmt_ms(ms.back()));
   }
   // The last RUN's outputs are dropped now (unless a bundle or an input is the same blob).
   std::vector<std::string> keep;

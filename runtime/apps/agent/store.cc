@@ -3,6 +3,7 @@
 
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/file.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
 #include <sys/types.h>
@@ -132,7 +133,10 @@ bool is_sha256(const std::string& s) {
   return true;
 }
 
-Store::~Store() { close_part(); }
+Store::~Store() {
+  close_part();
+  if (lock_fd_ >= 0) ::close(lock_fd_);
+}
 
 Status Store::open(const std::string& dir, uint64_t max_bytes,
                    std::vector<std::string> (*needed_by)(const Store&, const std::string& bundle)) {
@@ -140,6 +144,12 @@ Status Store::open(const std::string& dir, uint64_t max_bytes,
   while (dir_.size() > 1 && dir_.back() == '/') dir_.pop_back();
   max_bytes_ = max_bytes;
   DTORCH_RETURN_IF_ERROR(make_dir(dir_));
+  // One agent per store: a lock on the folder itself (no lock file), released when the process ends however it ends.
+  lock_fd_ = ::open(dir_.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (lock_fd_ < 0) return io(sys_error("cannot open folder", dir_));
+  if (::flock(lock_fd_, LOCK_EX | LOCK_NB) != 0)
+    return io(errno == EWOULDBLOCK ? "another dtorch-agent is serving the store '" + dir_ + "'; stop it or choose another --store"
+                                   : sys_error("cannot lock", dir_));
   DTORCH_RETURN_IF_ERROR(make_dir(dir_ + "/blobs"));
   DTORCH_RETURN_IF_ERROR(make_dir(dir_ + "/incoming"));
 

@@ -31,7 +31,7 @@ class Store {
   Store(const Store&) = delete;
   Store& operator=(const Store&) = delete;
 
-  // Opens (creating its folders) and recovers the store at dir: deletes incoming/ and temporary files, reads STATE,
+  // Opens (creating its folders), locks (one agent per store) and recovers the store at dir: deletes incoming/ and temporary files, reads STATE,
   // deletes the blobs that no bundle in STATE needs (needed_by(bundle) lists a bundle's blobs). max_bytes > 0 caps
   // the bytes the store may hold (besides the file system's free space). Each finding is logged.
   Status open(const std::string& dir, uint64_t max_bytes,
@@ -79,6 +79,7 @@ class Store {
   uint64_t max_bytes_ = 0;
   StoreState state_;
   int part_fd_ = -1;
+  int lock_fd_ = -1;  // the store folder, locked (flock) while this agent serves it
   std::string part_sha_;
   uint64_t part_len_ = 0;
 };
