@@ -885,3 +885,17 @@ def test_the_aarch64_agent_under_qemu(rk3588_bundle, models, tmp_path):
     finally:
         a.stop()
     assert_store_only(tmp_path, "store")
+
+
+def test_a_bundle_without_libsodium_says_so(models, tmp_path, monkeypatch):
+    import dtorch.edge.build as build
+
+    monkeypatch.setattr(build, "_sodium_ready", lambda: False)
+    (tmp_path / "a.dtm").write_bytes(models["a"])
+    lines: list[str] = []
+    r = build.build_bundle("host", [tmp_path / "a.dtm"], out=tmp_path / "dist", verify=False, compare_full=False,
+                           progress=False, log=lines.append)
+    assert not (r.dist / "dtorch-agent").exists() and (r.dist / "bundle.txt").is_file()
+    warnings = [line for line in lines if line.startswith("warning:")]
+    assert len(warnings) == 1 and "python -m dtorch.edge.third_party" in warnings[0]
+    assert r.manifest["sizes"]["dtorch_agent_bytes"] is None and r.agent_bytes is None
