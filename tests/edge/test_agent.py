@@ -899,3 +899,23 @@ def test_a_bundle_without_libsodium_says_so(models, tmp_path, monkeypatch):
     warnings = [line for line in lines if line.startswith("warning:")]
     assert len(warnings) == 1 and "python -m dtorch.edge.third_party" in warnings[0]
     assert r.manifest["sizes"]["dtorch_agent_bytes"] is None and r.agent_bytes is None
+
+
+def test_an_answer_over_max_payload_is_refused_not_cut(agent, tmp_path):
+    """A RUN of a model with 60 outputs would need more than one payload to name them: ERROR too_large."""
+    import sys
+
+    sys.path.insert(0, str(ROOT / "tests" / "runtime"))
+    from dtm_builder import DtmBuilder
+
+    g = DtmBuilder()
+    x = g.input("x", [1, 4])
+    for k in range(60):
+        g.node("relu", [x], [g.output(f"y{k}", [1, 4])])
+    model = g.build()
+    w = agent.connect()
+    flash(w, model)
+    sha = w.put("x.npy", npy_bytes(np.ones((1, 4), np.float32), tmp_path))["sha256"]
+    code, msg = w.error(T.RUN, {"input0": sha})
+    assert code == "too_large" and "over MAX_PAYLOAD" in msg
+    assert w.ok(T.HELLO)["protocol"] == "1"

@@ -280,6 +280,14 @@ Agent::Reply error_reply(const char* code, const std::string& message) {
 }  // namespace
 
 Agent::Reply Agent::dispatch(const Frame& f) {
+  Reply r = handle(f);
+  if (r.payload.size() > kMaxPayload)  // e.g. a RUN of a model with very many outputs: never a truncated answer
+    return error_reply("too_large", "the answer (" + std::to_string(r.payload.size()) + " bytes) is over MAX_PAYLOAD (" +
+                                        std::to_string(kMaxPayload) + ")");
+  return r;
+}
+
+Agent::Reply Agent::handle(const Frame& f) {
   const std::string text(reinterpret_cast<const char*>(f.payload), f.type == kPutData ? 0 : f.length);
   switch (f.type) {
     case kHello: return hello();

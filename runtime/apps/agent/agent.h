@@ -57,7 +57,8 @@ class Agent {
 
  private:
   void serve(const Frame& f, std::vector<uint8_t>* out);
-  Reply dispatch(const Frame& f);
+  Reply dispatch(const Frame& f);  // handle(), with the answer's size checked
+  Reply handle(const Frame& f);
   Reply hello();
   Reply put_begin(const std::string& payload);
   Reply put_data(const Frame& f);
