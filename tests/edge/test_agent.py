@@ -919,3 +919,26 @@ def test_an_answer_over_max_payload_is_refused_not_cut(agent, tmp_path):
     code, msg = w.error(T.RUN, {"input0": sha})
     assert code == "too_large" and "over MAX_PAYLOAD" in msg
     assert w.ok(T.HELLO)["protocol"] == "1"
+
+
+def test_a_serial_hang_up_is_waited_out(agent_bin, tmp_path):
+    """The line's other side goes away (a pty closed; a USB adapter pulled): the agent keeps running, waits for the
+    device without spinning, and says so once."""
+    master, slave = os.openpty()
+    name = os.ttyname(slave)
+    p = subprocess.Popen([str(agent_bin), "--store", str(tmp_path / "store"), "--serial", name],
+                         stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        time.sleep(1)
+        os.close(master)
+        os.close(slave)
+        time.sleep(3)
+        fields = Path(f"/proc/{p.pid}/stat").read_text().rsplit(")", 1)[1].split()
+        cpu_ticks = int(fields[11]) + int(fields[12])  # utime + stime
+        assert p.poll() is None and cpu_ticks < 100
+    finally:
+        p.terminate()
+        p.wait(30)
+    err = p.stderr.read().decode()
+    p.stderr.close()
+    assert err.count(f"waiting for {name} to appear") == 1, err

@@ -153,6 +153,10 @@ bool Transport::connect(std::string* err) {
         }
       }
     case kSerial:
+      // After a hang-up, a second before the device is opened again: a line that hangs up at once (a pty whose
+      // other side is gone) must not make the agent spin.
+      if (serial_opened_) ::sleep(1);
+      serial_opened_ = true;
       for (bool said = false;; said = true) {
         // Opened without waiting for a carrier (O_NONBLOCK), then switched to blocking reads.
         const int fd = ::open(device_.c_str(), O_RDWR | O_NOCTTY | O_CLOEXEC | O_NONBLOCK);

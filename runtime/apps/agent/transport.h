@@ -40,6 +40,7 @@ class Transport {
   int baud_ = 115200;
   int listen_fd_ = -1, in_fd_ = -1, out_fd_ = -1;
   bool stdio_used_ = false;
+  bool serial_opened_ = false;
 };
 
 // "ADDR:PORT" split, with ADDR a loopback address (127.0.0.0/8, ::1 as [::1], or localhost); the error names what
