@@ -307,6 +307,22 @@ def test_flash_through_a_faulty_line(agent, models, tmp_path, kind):
         assert status["rx_dropped"] > 0  # the damaged frames reached the agent and were dropped there
 
 
+def test_faults_at_the_line_rate(agent, models, tmp_path):
+    """Drops and corruption on a line limited to 115200 baud's 11,520 B/s: the timeouts sized from --baud recover
+    without giving up, and the payload still moves at most of the line's rate."""
+    b = bundles_for(agent.url, models, tmp_path)
+    faults = Faults(rate=11520.0, drop_byte=0.00001, corrupt_byte=0.00001, skip_frames=2)
+    with SerialProxy(agent.port, up=faults, down=Faults(rate=11520.0, drop_byte=0.001, skip_frames=2),
+                     seed=5) as proxy:
+        rep = flash_json(b["a"], proxy.url)
+        hit = proxy.stat("up")["dropped_bytes"] + proxy.stat("up")["corrupted_bytes"] + proxy.stat("down")["dropped_bytes"]
+    assert rep["active"] == bundle_id(b["a"])
+    assert hit > 0 and rep["retransmits"] > 0
+    # about 8% of the 4 KB frames are damaged: each costs a resend of the window (and a timeout when fewer than
+    # three frames follow it); the line still carries a good share of its rate
+    assert rep["throughput_bytes_per_s"] > 0.3 * 11520, rep
+
+
 def test_cut_line_fails_clearly_and_a_rerun_resumes(agent, models, tmp_path):
     b = bundles_for(agent.url, models, tmp_path)
     flash_json(b["a"], agent.url)

@@ -72,3 +72,19 @@ def test_rk3588_bundle_on_its_agent_under_qemu(tmp_path):
         p.send_signal(signal.SIGINT)
         rc = p.wait(30)
     assert rc == 0 and not _alive(info["pid"])
+
+
+@pytest.mark.slow
+def test_rk3588_agent_on_a_pty_under_qemu(tmp_path):
+    """--pty: the aarch64 agent on --stdio, serve pumping between a pty and it; the line carries a whole flash."""
+    dist = _build(export_mlp(tmp_path / "a.dtm", seed=1), tmp_path / "dist")
+    p, info = _serve(["--board", BOARD, "--bundle", str(dist), "--pty"])
+    try:
+        assert info["port"].startswith("/dev/pts/")
+        rep = json.loads(ok("flash", "--board", BOARD, "--port", info["port"], "--json", str(dist)).stdout)
+        assert rep["active"] == bundle_id(dist)
+        assert "selftest passed" in ok("device", "selftest", "--port", info["port"]).stdout
+    finally:
+        p.send_signal(signal.SIGTERM)
+        rc = p.wait(30)
+    assert rc == 0 and not _alive(info["pid"])

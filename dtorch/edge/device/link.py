@@ -109,6 +109,8 @@ class LinkStats:
     frames_in: int = 0
     dropped_in: int = 0  # frames the host's decoder dropped (damaged, truncated)
     retransmits: int = 0  # control frames sent again, and go-back-N resends of the window
+    data_timeouts: int = 0  # go-back-N resends after a timeout without progress
+    data_dup_acks: int = 0  # go-back-N resends after three repeated ACKs
 
 
 class Link:
@@ -239,8 +241,8 @@ class Link:
         epoch_seq = first_seq  # duplicate ACKs count only for frames sent since the last go-back
         dups = 0
         timeouts = 0
-        # the window queued on the line, the agent's ACK, and slack for its disk
-        base_timeout = self.line_seconds(self.window * MAX_ENCODED + MAX_ENCODED) + 0.5
+        # after the last byte written has crossed the line (at `baud`): the agent's ACK back, and slack for its disk
+        slack = self.line_seconds(64) + 0.5
         last_progress = time.monotonic()
         silent_since = last_progress
         while base < size:
@@ -251,7 +253,7 @@ class Link:
                     raise LineLost(f"the file being sent shrank at byte {nxt} (it changed while being sent)")
                 self._write(encode_frame(FrameType.PUT_DATA, self._new_seq(), put_data_payload(nxt, data)))
                 nxt += n
-            deadline = last_progress + base_timeout + self.backoff[min(timeouts, len(self.backoff) - 1)]
+            deadline = max(last_progress, self._tx_free) + slack + self.backoff[min(timeouts, len(self.backoff) - 1)]
             f = self._recv(deadline)
             received = self._ack(f, first_seq, size) if f is not None else None
             if received is not None and received > base:
@@ -266,6 +268,7 @@ class Link:
                 dups += 1
                 if dups >= 3:
                     self.stats.retransmits += 1
+                    self.stats.data_dup_acks += 1
                     nxt, epoch_seq, dups = base, self._seq_next, 0
             # no progress: a timeout once the deadline has passed (also while stale frames keep arriving)
             if f is None or time.monotonic() >= deadline:
@@ -275,6 +278,7 @@ class Link:
                                    f"{time.monotonic() - silent_since:.1f} s (sent the window {timeouts} times, waits "
                                    f"sized for {self.baud} baud)")
                 self.stats.retransmits += 1
+                self.stats.data_timeouts += 1
                 nxt, epoch_seq, dups = base, self._seq_next, 0
                 last_progress = time.monotonic()
 
