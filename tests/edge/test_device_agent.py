@@ -501,3 +501,17 @@ def test_ctrl_c_during_a_flash_is_one_line_and_a_rerun_resumes(agent, models, tm
         rep = flash_json(b["a"], proxy.url)
     model = next(f for f in rep["files"] if f["name"] == "model.dtm")
     assert rep["active"] == bundle_id(b["a"]) and model["offset"] > 0
+
+
+def test_serve_says_when_the_agent_dies(agent_exe, tmp_path):
+    bundle = tmp_path / "bundle"
+    bundle.mkdir()
+    shutil.copy2(agent_exe, bundle / "dtorch-agent")
+    p, info = _serve(["--board", "host", "--bundle", str(bundle)])
+    import os
+
+    os.kill(info["pid"], signal.SIGKILL)
+    _out, err = p.communicate(timeout=30)
+    assert p.returncode == 1 and "Traceback" not in err
+    assert err.strip().splitlines()[-1] == "error: the agent was killed by signal 9 while serving"
+    assert not Path(info["store"]).exists()

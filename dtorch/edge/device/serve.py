@@ -168,11 +168,12 @@ def _run(board: str, bundle: Path, store: Path, argv: list[str], emulator: str, 
         assert proc.stderr is not None
         for raw in proc.stderr:
             line = raw.decode("utf-8", "replace").rstrip()
-            tail.append(line)
             m = _LISTENING.search(line)
             if m and not port:
                 port.append(f"socket://{m.group(1)}")
                 ready.set()
+            else:
+                tail.append(line)  # the agent's last words, for the message when it exits
             log(f"agent: {line}")
         ready.set()
 
