@@ -10,7 +10,8 @@
 5. dist/<board>/: dtorch-run, dtorch-agent (Linux boards: the device agent of runtime/apps/agent/PROTOCOL.md, from
    the same runtime objects, so with the same runtime and op-set hashes), the model(s), manifest.json (board,
    toolchain and version, flags, dtorch and runtime versions, runtime and op-set hashes, model sha256s, op list, size
-   and sha256 of every file), bundle.txt (what `dtorch-edge flash` sends: PROTOCOL.md section 5) and a size report:
+   and sha256 of every file), bundle.txt (what `dtorch-edge flash` sends: PROTOCOL.md section 5; with `sign=KEY`
+   Ed25519-signed for an agent started with --pubkey) and a size report:
    the pruned binary vs the full runtime for the same board and toolchain, and bytes per kernel.
 """
 
@@ -225,7 +226,7 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
                  toolchain: str | None = None, out: str | os.PathLike[str] = "dist", jobs: int | None = None,
                  verify: bool = True, compare_full: bool = True, log: Callable[[str], None] = print,
                  progress: bool = True, data: Sequence[str | os.PathLike[str]] = (),
-                 profile: str | None = None) -> BuildResult:
+                 profile: str | None = None, sign: str | os.PathLike[str] | None = None) -> BuildResult:
     from .. import __version__
     from .boards import BoardError
     from .build_plan import CORE_FLAGS, PlanError, make_plan
@@ -246,6 +247,8 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
         raise BuildError(str(e)) from None
     dist = Path(out) / plan.board.name
     _check_out(Path(out), dist)  # before any work: a build of minutes must not fail at its last step
+    if sign is not None:
+        _signing_key(sign)  # the key (and PyNaCl) checked before the build, too
     jobs = jobs or os.cpu_count() or 1
 
     def ops_file(p: Any) -> Path:  # the op list SCons reads (the same plan, so the same variant folder)
@@ -323,7 +326,7 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
     os.chmod(stage, 0o777 & ~umask)  # a bundle folder like mkdir makes one (mkdtemp's is 0700)
     try:
         result = _write_bundle(stage, plan, exe, model_paths, op_list, full_bytes, kernel_bytes, verified,
-                               up_to_date, __version__, CORE_FLAGS, agent_exe)
+                               up_to_date, __version__, CORE_FLAGS, agent_exe, sign)
         _swap_in(stage, dist)
     finally:
         shutil.rmtree(stage, ignore_errors=True)
@@ -348,6 +351,37 @@ def bundle_text(plan: Any, models: dict[str, Path]) -> str:
              f"opset_hash {plan.opset_hash}", f"runtime_version {plan.runtime_version}", f"model {next(iter(models))}"]
     lines += [f"file {name} {_sha256(p)} {p.stat().st_size}" for name, p in models.items()]
     return "\n".join(lines) + "\n"
+
+
+def sign_bundle_text(text: str, key: str | os.PathLike[str]) -> str:
+    """bundle.txt with its `signature` line (PROTOCOL.md section 5): the Ed25519 signature of `text` by the key in
+    the file `key` (its 32-byte seed, raw or as 64 hex digits), made with PyNaCl (libsodium). An agent started with
+    `--pubkey` (the matching public key: `bundle_public_key`) activates only bundles signed so."""
+    return text + f"signature {_signing_key(key).sign(text.encode()).signature.hex()}\n"
+
+
+def bundle_public_key(key: str | os.PathLike[str]) -> str:
+    """The public key (64 hex digits, what `dtorch-agent --pubkey FILE` reads) of the signing key in the file `key`."""
+    return bytes(_signing_key(key).verify_key).hex()
+
+
+def _signing_key(key: str | os.PathLike[str]) -> Any:
+    try:
+        from nacl.signing import SigningKey
+    except ImportError:
+        raise BuildError("signing a bundle needs PyNaCl (libsodium's Python binding): pip install pynacl") from None
+    try:
+        raw = Path(key).read_bytes()
+    except OSError as e:
+        raise BuildError(f"cannot read the signing key {str(key)!r}: {e.strerror or e}") from None
+    if len(raw) != 32:
+        try:
+            raw = bytes.fromhex(raw.decode("ascii").strip())
+        except (UnicodeDecodeError, ValueError):
+            raw = b""
+    if len(raw) != 32:
+        raise BuildError(f"the signing key {str(key)!r} is neither 32 raw bytes nor 64 hex digits (an Ed25519 seed)")
+    return SigningKey(raw)
 
 
 def _check_out(out: Path, dist: Path) -> None:
@@ -409,7 +443,8 @@ def _exchange(a: Path, b: Path) -> bool:
 
 def _write_bundle(dist: Path, plan: Any, exe: Path, model_paths: Sequence[Path], op_list: OpList,
                   full_bytes: int | None, kernel_bytes: dict[str, int], verified: list[str], up_to_date: bool,
-                  version: str, core_flags: Sequence[str], agent: Path | None = None) -> BuildResult:
+                  version: str, core_flags: Sequence[str], agent: Path | None = None,
+                  sign: str | os.PathLike[str] | None = None) -> BuildResult:
     files: dict[str, Path] = {"dtorch-run": exe}
     if agent is not None:
         files["dtorch-agent"] = agent
@@ -424,7 +459,8 @@ def _write_bundle(dist: Path, plan: Any, exe: Path, model_paths: Sequence[Path],
     for name, src in files.items():
         _write_atomic(dist / name, src.read_bytes(), 0o755 if name in binaries else 0o644)
     if models:
-        _write_atomic(dist / "bundle.txt", bundle_text(plan, {n: dist / n for n in models}).encode())
+        text = bundle_text(plan, {n: dist / n for n in models})
+        _write_atomic(dist / "bundle.txt", (text if sign is None else sign_bundle_text(text, sign)).encode())
     binary_bytes = exe.stat().st_size
     agent_bytes = agent.stat().st_size if agent is not None else None
     manifest = {
@@ -445,6 +481,7 @@ def _write_bundle(dist: Path, plan: Any, exe: Path, model_paths: Sequence[Path],
                   "kernel_bytes_method": "each kernel file compiled with the build's flags without LTO, "
                                          "sections .text/.rodata/.data measured with size -A"},
         "verified": verified,
+        "bundle_signed": sign is not None,
     }
     _write_atomic(dist / "manifest.json", (json.dumps(manifest, indent=2) + "\n").encode())
     report = [f"# Size report: {plan.board.name} ({plan.toolchain.family})", "",

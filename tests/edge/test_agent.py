@@ -942,3 +942,37 @@ def test_a_serial_hang_up_is_waited_out(agent_bin, tmp_path):
     err = p.stderr.read().decode()
     p.stderr.close()
     assert err.count(f"waiting for {name} to appear") == 1, err
+
+
+def test_build_signs_bundle_txt_for_an_agent_with_the_public_key(models, tmp_path):
+    """build_bundle(sign=KEY) appends the signature line; the bundle's own agent, given the public key, activates it
+    (PyNaCl signs on the host; without it the build says so in one line before building)."""
+    from dtorch.edge.build import BuildError, build_bundle, bundle_public_key
+
+    key = tmp_path / "signing.key"
+    key.write_text("42" * 32 + "\n")
+    (tmp_path / "a.dtm").write_bytes(models["a"])
+    try:
+        import nacl.signing  # noqa: F401
+    except ImportError:
+        with pytest.raises(BuildError, match="signing a bundle needs PyNaCl"):
+            build_bundle("host", [tmp_path / "a.dtm"], out=tmp_path / "dist", sign=key, verify=False,
+                         compare_full=False, progress=False, log=lambda line: None)
+        pytest.skip("PyNaCl is not installed: the signing itself is not checked here")
+    r = build_bundle("host", [tmp_path / "a.dtm"], out=tmp_path / "dist", sign=key, verify=False, compare_full=False,
+                     progress=False, log=lambda line: None)
+    text = (r.dist / "bundle.txt").read_bytes()
+    assert text.splitlines()[-1].startswith(b"signature ") and r.manifest["bundle_signed"] is True
+    (tmp_path / "agent.pub").write_text(bundle_public_key(key) + "\n")
+    a = Agent([str(r.dist / "dtorch-agent")], tmp_path / "store", "--pubkey", str(tmp_path / "agent.pub"))
+    try:
+        w = a.connect()
+        w.put("model.dtm", (r.dist / "model.dtm").read_bytes())
+        w.put("bundle.txt", text)
+        assert w.ok(T.ACTIVATE, {"bundle": hashlib.sha256(text).hexdigest()})["active_model"] == "model.dtm"
+        assert w.ok(T.SELFTEST)["pass"] == "1"
+    finally:
+        a.stop()
+    with pytest.raises(BuildError, match="neither 32 raw bytes nor 64 hex digits"):
+        (tmp_path / "bad.key").write_text("short")
+        build_bundle("host", [tmp_path / "a.dtm"], out=tmp_path / "dist", sign=tmp_path / "bad.key")
