@@ -364,6 +364,19 @@ def test_install_run_selftest_rollback_and_log(agent, models, tmp_path):
     assert [last2["event0"], last2["event1"]] == events[-2:]
 
 
+def test_a_long_running_store_holds_the_active_and_previous_bundles_only(agent, models, tmp_path):
+    """Each ACTIVATE deletes the blobs no bundle in STATE needs, so flashing many bundles without a restart does not
+    fill the store (inputs and outputs of earlier runs go too)."""
+    w = agent.connect()
+    x = npy_bytes(np.zeros((1, 4), np.float32), tmp_path)
+    for k in range(4):
+        flash(w, models["ab"[k % 2]], extra={"notes.txt": f"bundle {k}".encode()})
+        run_on(w, x)
+    blobs = sorted(p.name for p in (agent.store / "blobs").iterdir())
+    # two bundles (bundle.txt, model and notes each) and the last run's input and output, nothing else
+    assert len(blobs) == 8, blobs
+
+
 def test_state_survives_a_restart(agent_bin, models, tmp_path):
     a = Agent([str(agent_bin)], tmp_path / "store")
     w = a.connect()

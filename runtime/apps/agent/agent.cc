@@ -511,6 +511,8 @@ Agent::Reply Agent::activate(const std::string& text) {
     if (!st.ok()) return error_reply("io_error", st.message());
     store_->log("activate", "bundle " + short_id(*id) + " (" + b.model + ") active, previous " +
                                 short_id(next.previous));
+    const size_t removed = store_->collect();
+    if (removed > 0) store_->log("collect", std::to_string(removed) + " blob(s) no bundle in STATE needs removed");
   }
   session_ = std::move(session);
   session_error_.clear();

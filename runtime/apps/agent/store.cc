@@ -190,18 +190,8 @@ Status Store::open(const std::string& dir, uint64_t max_bytes,
   }
   if (!state_ok) log("recover", "STATE has lines this agent does not read; kept the bundles it names");
 
-  // Keep what the bundles in STATE need; delete the rest (blobs of an install that never became active).
-  std::vector<std::string> keep;
-  for (const std::string* b : {&state_.active, &state_.previous}) {
-    if (b->empty()) continue;
-    keep.push_back(*b);
-    for (const std::string& s : needed_by(*this, *b)) keep.push_back(s);
-  }
-  size_t removed = 0;
-  for (const std::string& name : entries(dir_ + "/blobs"))
-    if (std::find(keep.begin(), keep.end(), name) == keep.end() &&
-        ::unlink((dir_ + "/blobs/" + name).c_str()) == 0)
-      ++removed;
+  needed_by_ = needed_by;
+  const size_t removed = collect();
   std::string found = "store " + dir_ + ": active " + (state_.active.empty() ? "(none)" : state_.active.substr(0, 16)) +
                       ", previous " + (state_.previous.empty() ? "(none)" : state_.previous.substr(0, 16));
   if (parts || temps || removed)
@@ -209,6 +199,23 @@ Status Store::open(const std::string& dir, uint64_t max_bytes,
              " temporary file(s), " + std::to_string(removed) + " blob(s) no bundle needs";
   log("start", found);
   return Status::Ok();
+}
+
+// Keeps what the bundles in STATE need and deletes the rest (blobs of an install that never became active, inputs
+// and outputs of earlier runs, the bundle that dropped out of STATE).
+size_t Store::collect() {
+  std::vector<std::string> keep;
+  for (const std::string* b : {&state_.active, &state_.previous}) {
+    if (b->empty()) continue;
+    keep.push_back(*b);
+    for (const std::string& s : needed_by_(*this, *b)) keep.push_back(s);
+  }
+  size_t removed = 0;
+  for (const std::string& name : entries(dir_ + "/blobs"))
+    if (std::find(keep.begin(), keep.end(), name) == keep.end() &&
+        ::unlink((dir_ + "/blobs/" + name).c_str()) == 0)
+      ++removed;
+  return removed;
 }
 
 int64_t Store::blob_size(const std::string& sha) const {

@@ -68,6 +68,9 @@ class Store {
   const StoreState& state() const { return state_; }
   // STATE.tmp, fsync, rename over STATE, fsync of the folder.
   Status set_state(const StoreState& s);
+  // Deletes the blobs no bundle in STATE needs (open does it at start; ACTIVATE after it changed STATE, so a
+  // long-running agent's store holds two bundles, not every one it was sent). Returns how many.
+  size_t collect();
 
   // One event "<unix seconds> <kind> <text>" (newlines become spaces; the text is capped), appended to DIR/log.
   void log(const char* kind, const std::string& text);
@@ -77,6 +80,7 @@ class Store {
  private:
   std::string dir_;
   uint64_t max_bytes_ = 0;
+  std::vector<std::string> (*needed_by_)(const Store&, const std::string& bundle) = nullptr;
   StoreState state_;
   int part_fd_ = -1;
   int lock_fd_ = -1;  // the store folder, locked (flock) while this agent serves it
