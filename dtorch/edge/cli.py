@@ -283,11 +283,14 @@ def doctor(as_json: bool, strict: bool) -> None:
               help="Sample inputs (.npy, or a folder of them) the host check runs the pruned runtime on.")
 @click.option("--no-verify", is_flag=True, help="Skip running the models with the host build of the op list.")
 @click.option("--no-full", is_flag=True, help="Skip building the full runtime for the size comparison.")
+@click.option("--sign", "sign", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Ed25519 signing key file: bundle.txt gets a signature line, which an agent started with "
+                   "--pubkey requires (needs PyNaCl: pip install pynacl).")
 @click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def build(board: str, models: tuple[Path, ...], ops_spec: str | None, toolchain: str | None, profile: str | None,
-          out: Path, jobs: int | None, data: tuple[Path, ...], no_verify: bool, no_full: bool, json_out: bool,
-          quiet: bool) -> None:
+          out: Path, jobs: int | None, data: tuple[Path, ...], no_verify: bool, no_full: bool, sign: Path | None,
+          json_out: bool, quiet: bool) -> None:
     """Build a bundle for a board: a static dtorch-run holding only the model's kernels, the model, a manifest and a
     size report, in OUT/<board>/."""
     import json
@@ -298,7 +301,7 @@ def build(board: str, models: tuple[Path, ...], ops_spec: str | None, toolchain:
     try:
         res = build_bundle(board, list(models), ops=ops_spec, toolchain=toolchain, out=out, jobs=jobs,
                            verify=not no_verify, compare_full=not no_full, log=log, progress=not quiet and not json_out,
-                           data=list(data), profile=profile)
+                           data=list(data), profile=profile, sign=sign)
     except BuildError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)

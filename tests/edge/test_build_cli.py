@@ -72,6 +72,11 @@ def test_errors_are_one_line(model, tmp_path):
     ops.write_text("ops:\n  conv2d: [float32]\n  linear: [float32]\n")
     cases.append((["--board", "host", "--model", str(model), "--ops", str(ops)],
                   "lacks adaptive_avg_pool2d:float32, reshape:float32, which the model needs"))
+    (tmp_path / "short.key").write_bytes(b"0123")
+    cases += [(["--board", "host", "--model", str(model), "--sign", str(tmp_path / "none.key")],
+               "cannot read the signing key"),
+              (["--board", "host", "--model", str(model), "--sign", str(tmp_path / "short.key")],
+               "neither 32 raw bytes nor 64 hex digits")]
     for args, message in cases:
         r = CliRunner().invoke(main, ["build", *args, "--out", str(tmp_path / "dist"), "--quiet"])
         assert r.exit_code == 1, (args, r.output)
