@@ -14,6 +14,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -515,3 +516,89 @@ def test_serve_says_when_the_agent_dies(agent_exe, tmp_path):
     assert p.returncode == 1 and "Traceback" not in err
     assert err.strip().splitlines()[-1] == "error: the agent was killed by signal 9 while serving"
     assert not Path(info["store"]).exists()
+
+
+class Rfc2217Server:
+    """An RFC 2217 server on 127.0.0.1 (pyserial's own PortManager) whose serial port is `target` (any pyserial URL,
+    here the agent's loopback socket): what a serial-over-network box in front of a board looks like."""
+
+    def __init__(self, target: str) -> None:
+        import socket
+        import threading
+
+        self.target = target
+        self.sock = socket.create_server(("127.0.0.1", 0))
+        self.sock.settimeout(0.2)
+        self.port = self.sock.getsockname()[1]
+        self.stopping = threading.Event()
+        self.thread = threading.Thread(target=self._serve, daemon=True)
+        self.thread.start()
+
+    def _serve(self) -> None:
+        while not self.stopping.is_set():
+            try:
+                conn, _ = self.sock.accept()
+            except TimeoutError:
+                continue
+            with conn:
+                self._bridge(conn)
+
+    def _bridge(self, conn: Any) -> None:
+        """One client: bytes from it through the PortManager's filter to the serial port, and back escaped."""
+        import threading
+
+        import serial
+        import serial.rfc2217
+
+        ser = serial.serial_for_url(self.target, timeout=0.05)
+
+        class Out:
+            def write(self, data: bytes) -> None:
+                conn.sendall(data)
+
+        pm = serial.rfc2217.PortManager(ser, Out())
+        done = threading.Event()
+
+        def to_net() -> None:
+            while not done.is_set():
+                try:
+                    data = ser.read(4096)
+                    if data:
+                        conn.sendall(b"".join(pm.escape(data)))
+                except OSError:
+                    break
+
+        t = threading.Thread(target=to_net, daemon=True)
+        t.start()
+        conn.settimeout(0.05)
+        while not self.stopping.is_set():
+            try:
+                data = conn.recv(4096)
+            except TimeoutError:
+                continue
+            except OSError:
+                break
+            if not data:
+                break
+            ser.write(b"".join(pm.filter(data)))
+        done.set()
+        t.join(5)
+        ser.close()
+
+    def __enter__(self) -> Rfc2217Server:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stopping.set()
+        self.thread.join(10)
+        self.sock.close()
+
+
+def test_flash_and_run_over_rfc2217(agent, models, tmp_path):
+    b = bundles_for(agent.url, models, tmp_path)
+    x = np.random.default_rng(3).standard_normal((1, 64)).astype(np.float32)
+    with Rfc2217Server(agent.url) as srv:
+        url = f"rfc2217://127.0.0.1:{srv.port}"
+        ok("flash", "--board", "host", "--port", url, "--quiet", str(b["a"]))
+        assert json.loads(ok("device", "info", "--port", url, "--json").stdout)["active"] == bundle_id(b["a"])
+        assert np.array_equal(run_on_device(url, x, tmp_path), host_output(models["a"], x))

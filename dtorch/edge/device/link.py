@@ -51,7 +51,9 @@ def open_port(url: str, baud: int) -> Any:
     one line. A device path is opened exclusively, so two programs cannot talk on one line at once."""
     import serial
 
-    kwargs: dict[str, Any] = {"baudrate": baud, "timeout": 0, "write_timeout": 10.0 + line_seconds(1 << 16, baud)}
+    kwargs: dict[str, Any] = {"baudrate": baud, "timeout": 0}
+    if not url.startswith("rfc2217://"):  # pyserial's RFC 2217 client has no write timeout (NotImplementedError)
+        kwargs["write_timeout"] = 10.0 + line_seconds(1 << 16, baud)
     if url.startswith(("socket://", "rfc2217://")):
         host, sep, rest = url.split("://", 1)[1].rpartition(":")
         port = rest.split("?", 1)[0].split("/", 1)[0]
