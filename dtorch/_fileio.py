@@ -10,6 +10,7 @@
 from __future__ import annotations
 
 import errno
+import hashlib
 import os
 import re
 import stat
@@ -101,3 +102,12 @@ def pid_alive(pid: int) -> bool:
     except (PermissionError, OverflowError):
         return True  # someone else's process (or not a pid we can ask about): leave its file alone
     return True
+
+
+def sha256_file(path: str | os.PathLike[str]) -> str:
+    """The sha256 (hex) of a file's bytes, read in 1 MiB chunks."""
+    h = hashlib.sha256()
+    with open(path, "rb") as f:
+        for chunk in iter(lambda: f.read(1 << 20), b""):
+            h.update(chunk)
+    return h.hexdigest()

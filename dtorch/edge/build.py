@@ -17,7 +17,6 @@
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -30,7 +29,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._fileio import pid_alive, write_atomic
+from .._fileio import pid_alive, sha256_file, write_atomic
 from .oplist import OpList, OpListError
 
 __all__ = ["BuildError", "BuildResult", "build_bundle", "sample_files", "zero_inputs"]
@@ -59,14 +58,6 @@ class BuildResult:
                 "full_runtime_bytes": self.full_bytes,
                 "up_to_date": self.up_to_date, "verified": self.verified, "kernel_bytes": self.kernel_bytes,
                 "manifest": self.manifest}
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _write_atomic(path: Path, data: bytes, mode: int = 0o644) -> None:
@@ -349,7 +340,7 @@ def bundle_text(plan: Any, models: dict[str, Path]) -> str:
     models (the first is the one the agent runs); the binaries are not among them (the agent runs the models)."""
     lines = ["dtorch-bundle 1", f"board {plan.board.name}", f"runtime_hash {plan.runtime_hash}",
              f"opset_hash {plan.opset_hash}", f"runtime_version {plan.runtime_version}", f"model {next(iter(models))}"]
-    lines += [f"file {name} {_sha256(p)} {p.stat().st_size}" for name, p in models.items()]
+    lines += [f"file {name} {sha256_file(p)} {p.stat().st_size}" for name, p in models.items()]
     return "\n".join(lines) + "\n"
 
 
@@ -473,8 +464,8 @@ def _write_bundle(dist: Path, plan: Any, exe: Path, model_paths: Sequence[Path],
         "dtorch_version": version, "runtime_version": plan.runtime_version,
         "runtime_hash": plan.runtime_hash, "opset_hash": plan.opset_hash,
         "ops": op_list.entries(),
-        "models": [{"file": n, "sha256": _sha256(p)} for n, p in models.items()],
-        "files": {n: {"bytes": (dist / n).stat().st_size, "sha256": _sha256(dist / n)} for n in files},
+        "models": [{"file": n, "sha256": sha256_file(p)} for n, p in models.items()],
+        "files": {n: {"bytes": (dist / n).stat().st_size, "sha256": sha256_file(dist / n)} for n in files},
         "sizes": {"dtorch_run_bytes": binary_bytes, "dtorch_agent_bytes": agent_bytes, "full_runtime_bytes": full_bytes,
                   "pruned_vs_full": None if not full_bytes else round(binary_bytes / full_bytes, 4),
                   "kernel_bytes": kernel_bytes,

@@ -14,14 +14,13 @@ Every error a user can cause raises `OpsError` with one line that names the file
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from .._fileio import write_atomic
+from .._fileio import sha256_file, write_atomic
 from .._version import __version__
 from .oplist import KernelCatalog, OpList, OpListError, kernel_catalog
 
@@ -51,13 +50,6 @@ def _model_file(model: str | os.PathLike[str]) -> Path:
         raise OpsError(f"model path {str(p)!r} is not a file; give the .dtm file itself")
     return p
 
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with path.open("rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def find_data_files(data: Sequence[str | os.PathLike[str]]) -> list[Path]:
@@ -201,7 +193,7 @@ def record_ops(model: str | os.PathLike[str], data: Sequence[str | os.PathLike[s
             raise OpsError(f"{f}: running the model on it failed: {_one_line(e)}") from None
         shapes.append({n: [int(d) for d in feed[n].shape] for n in names})
     kernels = session.node_kernels()
-    return RecordResult(path, _sha256(path), OpList.of((op, dt) for op, dt, _ in kernels), model_ops, files,
+    return RecordResult(path, sha256_file(path), OpList.of((op, dt) for op, dt, _ in kernels), model_ops, files,
                         kernels, shapes, str(rt.RUNTIME_VERSION))
 
 

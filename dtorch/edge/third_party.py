@@ -17,7 +17,6 @@ Standard library only (SConstruct imports this module).
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 import subprocess
@@ -25,6 +24,8 @@ import sys
 import tarfile
 import tempfile
 from pathlib import Path, PurePosixPath
+
+from .._fileio import sha256_file
 
 __all__ = ["LIBSODIUM_SOURCES", "LIBSODIUM_VERSION", "ThirdPartyError", "libsodium_include", "libsodium_source",
            "main"]
@@ -82,14 +83,6 @@ def _cache_dirs() -> list[Path]:
 def libsodium_include(tree: Path) -> Path:
     """The include folder of a libsodium tree (it holds sodium/*.h)."""
     return tree / "src" / "libsodium" / "include"
-
-
-def _sha256(path: Path) -> str:
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def _download(dest: Path) -> Path:
@@ -165,9 +158,9 @@ def libsodium_source(*, fetch: bool = True, cache: str | os.PathLike[str] | None
             with tempfile.TemporaryDirectory(prefix=".fetch-", dir=c) as tmp:
                 work = Path(tmp)
                 tarball = c / PYNACL_SDIST
-                if not tarball.is_file() or _sha256(tarball) != PYNACL_SDIST_SHA256:
+                if not tarball.is_file() or sha256_file(tarball) != PYNACL_SDIST_SHA256:
                     tarball = _download(work)
-                got = _sha256(tarball)
+                got = sha256_file(tarball)
                 if got != PYNACL_SDIST_SHA256:
                     raise ThirdPartyError(f"{PYNACL_SDIST} has sha256 {got}, not the pinned {PYNACL_SDIST_SHA256}; "
                                           f"refusing it (a changed or corrupted download)")

@@ -133,9 +133,9 @@ def _load_bundle(board: Any, bundle: Path, model: Path | None) -> tuple[Path, di
             raise EmulateError(f"the bundle {str(bundle)!r} holds several models ({', '.join(models)}); say which with "
                                f"--model")
         return bundle / "model.dtm", manifest
-    from ..build import _sha256
+    from ..._fileio import sha256_file
 
-    digest = _sha256(model)
+    digest = sha256_file(model)
     if not any(m.get("sha256") == digest for m in manifest.get("models", [])):
         raise EmulateError(f"model {str(model)!r} is not in the bundle {str(bundle)!r} (its sha256 matches none of "
                            f"{', '.join(models)}); rebuild the bundle with this model")
