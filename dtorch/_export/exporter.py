@@ -22,7 +22,7 @@ from .planner import PlanNode, plan_memory, verify_plan
 from .tracer import trace_model, where
 from .writer import DTYPE_CODES, ModelSpec, NodeSpec, TensorSpec, build_bytes, check_writable, write_atomic
 
-__all__ = ["ExportResult", "SUPPORTED_OPSETS", "export"]
+__all__ = ["ExportResult", "Prepared", "SUPPORTED_OPSETS", "export", "prepare", "write_graph"]
 
 SUPPORTED_OPSETS = (OPSET,)  # the catalogue's
 
@@ -43,10 +43,10 @@ class ExportResult:
     output_names: list[str] = field(default_factory=list)
 
 
-def _as_inputs(args: Any) -> list[Tensor]:
+def _as_inputs(args: Any, what: str = "dt.export") -> list[Tensor]:
     items = list(args) if isinstance(args, (tuple, list)) else [args]
     if not items:
-        raise ExportError("dt.export needs at least one example input tensor")
+        raise ExportError(f"{what} needs at least one example input tensor")
     for i, a in enumerate(items):
         if not isinstance(a, Tensor):
             hint = " (wrap NumPy arrays with dt.from_numpy)" if isinstance(a, np.ndarray) else ""
@@ -218,21 +218,29 @@ def _spec(graph: Graph, in_names: list[str], out_names: list[str], opset: int) -
     return spec, values
 
 
-def export(model: Any, args: Any, f: str | os.PathLike[str], *, opset: int = 13,
-           input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
-           dynamic_axes: Mapping[str, Any] | None = None, bundle_example: bool = False) -> ExportResult:
-    """Trace `model(*args)` and write it, optimized and memory-planned, to the `.dtm` file `f`."""
-    if opset not in SUPPORTED_OPSETS:
-        raise ExportError(f"opset {opset} is not supported; this dtorch {__version__} writes opset "
-                          f"{', '.join(map(str, SUPPORTED_OPSETS))}")
-    if not isinstance(f, (str, os.PathLike)):
-        raise ExportError(f"f must be a file path (str or os.PathLike), got {type(f).__name__}")
+@dataclass
+class Prepared:
+    """A traced, lowered and optimized graph with its names: what `dt.export` writes (and `dtorch.onnx.export`
+    translates). `eager_outputs` are the model's outputs for the example inputs."""
+
+    graph: Graph
+    input_names: list[str]
+    output_names: list[str]
+    nodes_traced: int
+    passes: list[tuple[str, int, int]]
+    traced_bytes: int
+    example_inputs: list[np.ndarray]
+    eager_outputs: list[np.ndarray]
+
+
+def prepare(model: Any, args: Any, *, input_names: Sequence[str] | None = None,
+            output_names: Sequence[str] | None = None, dynamic_axes: Mapping[str, Any] | None = None,
+            what: str = "dt.export") -> Prepared:
+    """Trace `model(*args)`, lower it to catalogue operators, name its dynamic dimensions and run the passes."""
     if not callable(model):
         raise ExportError(f"model must be a dtorch.nn.Module (or a callable), got {type(model).__name__}")
-    path = Path(os.fspath(f))
-    inputs = _as_inputs(args)
+    inputs = _as_inputs(args, what)
     in_names = _names(input_names, len(inputs), "input")
-    check_writable(path)
     if output_names is not None and (isinstance(output_names, str) or not all(isinstance(s, str) for s in output_names)):
         raise ExportError(f"output_names must be a list of non-empty strings, got {output_names!r}")
     shapes: dict[str, tuple[int, ...]] = {n: tuple(x._data.shape) for n, x in zip(in_names, inputs)}
@@ -254,18 +262,47 @@ def export(model: Any, args: Any, f: str | os.PathLike[str], *, opset: int = 13,
     outs = {v.uid for v in ga.outputs}
     traced_bytes = sum(o.nbytes for n in ga.nodes for o in n.outputs if o.data is None and o.uid not in outs)
     stats = run_passes(ga)
-    spec, _ = _spec(ga, in_names, out_names, opset)
+    return Prepared(ga, in_names, out_names, nodes_traced, stats, traced_bytes,
+                    [np.ascontiguousarray(x._data) for x in inputs], [np.ascontiguousarray(o) for o in ta.eager_outputs])
+
+
+def write_graph(path: Path, graph: Graph, in_names: list[str], out_names: list[str], *, opset: int,
+                nodes_traced: int, passes: list[tuple[str, int, int]], traced_bytes: int,
+                extra_metadata: Sequence[tuple[str, str]] = (),
+                test_vector: tuple[list[np.ndarray], list[np.ndarray]] | None = None) -> ExportResult:
+    """Plan the memory of an optimized `graph` and write it atomically as the `.dtm` file `path`."""
+    spec, _ = _spec(graph, in_names, out_names, opset)
     param_bytes = sum(int(t.data.nbytes) for t in spec.tensors if t.kind == "constant" and t.data is not None)
-    meta = [("dtorch_version", __version__), ("nodes_traced", str(nodes_traced)),
-            ("nodes_after_passes", str(len(ga.nodes)))]
-    meta += [(f"pass.{name}", f"{before}->{after}") for name, before, after in stats]
+    meta = [("dtorch_version", __version__), *extra_metadata, ("nodes_traced", str(nodes_traced)),
+            ("nodes_after_passes", str(len(graph.nodes)))]
+    meta += [(f"pass.{name}", f"{before}->{after}") for name, before, after in passes]
     meta += [("sum_of_intermediates", str(spec.plan.sum_of_intermediates)), ("arena_size", str(spec.plan.arena_size)),
              ("sum_of_intermediates_before_passes", str(traced_bytes)),
              ("parameter_bytes", str(param_bytes))]
     spec.metadata = meta
-    if bundle_example:
-        spec.test_inputs = [np.ascontiguousarray(x._data) for x in inputs]
-        spec.test_outputs = [np.ascontiguousarray(o) for o in ta.eager_outputs]
+    if test_vector is not None:
+        spec.test_inputs, spec.test_outputs = test_vector
     write_atomic(path, build_bytes(spec))
-    return ExportResult(path, nodes_traced, len(ga.nodes), stats, spec.plan.arena_size, spec.plan.sum_of_intermediates,
-                        param_bytes, spec.op_list, in_names, out_names)
+    return ExportResult(path, nodes_traced, len(graph.nodes), passes, spec.plan.arena_size,
+                        spec.plan.sum_of_intermediates, param_bytes, spec.op_list, in_names, out_names)
+
+
+def export(model: Any, args: Any, f: str | os.PathLike[str], *, opset: int = 13,
+           input_names: Sequence[str] | None = None, output_names: Sequence[str] | None = None,
+           dynamic_axes: Mapping[str, Any] | None = None, bundle_example: bool = False) -> ExportResult:
+    """Trace `model(*args)` and write it, optimized and memory-planned, to the `.dtm` file `f`."""
+    if opset not in SUPPORTED_OPSETS:
+        raise ExportError(f"opset {opset} is not supported; this dtorch {__version__} writes opset "
+                          f"{', '.join(map(str, SUPPORTED_OPSETS))}")
+    if not isinstance(f, (str, os.PathLike)):
+        raise ExportError(f"f must be a file path (str or os.PathLike), got {type(f).__name__}")
+    if not callable(model):
+        raise ExportError(f"model must be a dtorch.nn.Module (or a callable), got {type(model).__name__}")
+    path = Path(os.fspath(f))
+    _as_inputs(args)
+    _names(input_names, len(args) if isinstance(args, (tuple, list)) else 1, "input")
+    check_writable(path)
+    p = prepare(model, args, input_names=input_names, output_names=output_names, dynamic_axes=dynamic_axes)
+    return write_graph(path, p.graph, p.input_names, p.output_names, opset=opset, nodes_traced=p.nodes_traced,
+                       passes=p.passes, traced_bytes=p.traced_bytes,
+                       test_vector=(p.example_inputs, p.eager_outputs) if bundle_example else None)
