@@ -7,7 +7,7 @@
 #   1. apt packages (cross compilers, QEMU, SCons, FlatBuffers, Docker), installed only when missing.
 #      Set DTORCH_SKIP_APT=1 to skip this step.
 #   2. .venv at the repository root (created with python3.11, else python3), if missing.
-#   3. pip upgraded, and dtorch installed editable with its test extras: pip install -e '.[test]'.
+#   3. pip upgraded, and dtorch installed editable with its test extras: pip install -e '.[test,onnx]'.
 #      Skipped when pyproject.toml and the set of packages have not changed since the last
 #      successful install (set DTORCH_FORCE_INSTALL=1 to install anyway).
 #   4. the host dtorch-run (scons dtorch-run: build/host/dtorch-run) installed as .venv/bin/dtorch-run, so a model
@@ -119,8 +119,8 @@ else
     say "pip: upgrading"
     .venv/bin/python -m pip install -q --upgrade pip \
         || say "warning: could not upgrade pip; continuing with $(.venv/bin/python -m pip --version)"
-    say "dtorch: pip install -e '.[test]'"
-    .venv/bin/python -m pip install -q -e '.[test]'
+    say "dtorch: pip install -e '.[test,onnx]'"
+    .venv/bin/python -m pip install -q -e '.[test,onnx]'
     printf '%s\n' "$want_stamp" >"$stamp"
 fi
 

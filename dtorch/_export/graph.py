@@ -14,7 +14,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["Graph", "Node", "Value"]
+__all__ = ["Graph", "Node", "Value", "c_array", "constant"]
 
 _ids = itertools.count()
 
@@ -56,8 +56,14 @@ class Node:
         return f"Node({self.op} @ {self.name or '<top>'}, attrs={self.attrs})"
 
 
+def c_array(data: Any, dtype: Any = None) -> np.ndarray:
+    """`data` as a C-contiguous array, keeping a 0-d array 0-d (np.ascontiguousarray makes it 1-d)."""
+    arr = np.asarray(data, dtype=dtype)
+    return arr if arr.flags.c_contiguous else arr.copy(order="C")
+
+
 def constant(data: Any, dtype: Any = None, name: str = "") -> Value:
-    arr = np.ascontiguousarray(np.asarray(data, dtype=dtype))
+    arr = c_array(data, dtype)
     return Value(tuple(arr.shape), arr.dtype, "constant", arr, name)
 
 

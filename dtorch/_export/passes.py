@@ -19,7 +19,7 @@ import numpy as np
 
 from ..catalogue import CATALOGUE
 from .errors import ExportError
-from .graph import Graph, Node, constant
+from .graph import Graph, Node, c_array, constant
 from .lower import EXPORTABLE_OPS
 from .tracer import where
 
@@ -32,7 +32,7 @@ def fold_constants(g: Graph) -> None:
         if all(v is None or v.is_const for v in n.inputs) and all(o.data is not None for o in n.outputs):
             for o in n.outputs:
                 o.kind = "constant"
-                o.data = np.ascontiguousarray(o.data)
+                o.data = c_array(o.data)
             continue
         kept.append(n)
     g.nodes = kept

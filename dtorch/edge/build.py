@@ -213,6 +213,23 @@ def _verify(exe: Path, models: Sequence[Path], workdir: Path, data: Sequence[Pat
     return done
 
 
+def _imported(model: Path, out: Path, log: Callable[[str], None]) -> Path:
+    """An .onnx model given to the build: imported (dtorch.onnx.import_model) to OUT/imported/<name>.dtm."""
+    from ..onnx import OnnxImportError, import_model
+
+    dst = out / "imported" / f"{model.stem}.dtm"
+    try:
+        dst.parent.mkdir(parents=True, exist_ok=True)
+        report = import_model(model, dst)
+    except OnnxImportError as e:
+        raise BuildError(f"{model}: {e}") from None
+    except OSError as e:
+        raise BuildError(f"cannot write the imported model {dst}: {e}") from None
+    log(f"imported {model.name} -> {dst} ({report.onnx_nodes} ONNX nodes -> {report.nodes_after_passes} runtime "
+        f"nodes)")
+    return dst.resolve()
+
+
 def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, ops: str | None = None,
                  toolchain: str | None = None, out: str | os.PathLike[str] = "dist", jobs: int | None = None,
                  verify: bool = True, compare_full: bool = True, log: Callable[[str], None] = print,
@@ -229,6 +246,7 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
     for m in model_paths:
         if not m.is_file():
             raise BuildError(f"model not found: {str(m)!r}; export one with dt.export(model, example, 'model.dtm')")
+    model_paths = [_imported(m, Path(out), log) if m.suffix.lower() == ".onnx" else m for m in model_paths]
     op_list = _op_list(model_paths, ops)
     samples = sample_files(data)
     try:

@@ -271,7 +271,8 @@ def doctor(as_json: bool, strict: bool) -> None:
 @main.command()
 @click.option("--board", required=True, help="A board name (dtorch-edge boards).")
 @click.option("--model", "models", multiple=True, type=click.Path(dir_okay=False, path_type=Path),
-              help="A .dtm model; repeat for several (the runtime gets the union of their operators).")
+              help="A .dtm model, or an .onnx one (imported to OUT/imported/ first); repeat for several (the runtime "
+                   "gets the union of their operators).")
 @click.option("--ops", "ops_spec", default=None,
               help="An ops.yaml (dtorch-edge ops record) or 'all' instead of the models' own op lists.")
 @click.option("--toolchain", default=None, help="A toolchain family (default: the board's first installed one).")
@@ -312,6 +313,61 @@ def build(board: str, models: tuple[Path, ...], ops_spec: str | None, toolchain:
         if res.full_bytes else ""
     click.echo(f"bundle: {res.dist}/ dtorch-run {res.binary_bytes / 1024:.0f} KiB{full}; manifest.json, "
                f"size_report.md")
+
+
+def _shape_option(items: tuple[str, ...]) -> dict[str, list[int]]:
+    shapes: dict[str, list[int]] = {}
+    for item in items:
+        name, sep, dims = item.rpartition("=")
+        try:
+            sizes = [int(d) for d in dims.replace("x", ",").split(",") if d.strip()]
+        except ValueError:
+            sizes = []
+        if not sep or not name or not sizes:
+            raise click.BadParameter(f"{item!r}: expected NAME=SIZES such as input=1,3,224,224", param_hint="--input-shape")
+        shapes[name] = sizes
+    return shapes
+
+
+@main.command("import")
+@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("-o", "--out", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="The .dtm to write (default: MODEL with the suffix .dtm).")
+@click.option("--dynamic", "dynamic", multiple=True,
+              help="Keep only this named dimension dynamic (repeatable); default: every dynamic dimension of the "
+                   "model's inputs stays dynamic.")
+@click.option("--static", is_flag=True, help="Fix every dimension (to its --input-shape size, or 1).")
+@click.option("--input-shape", "input_shape", multiple=True,
+              help="NAME=SIZES, e.g. input=1,3,224,224: the example sizes of an input (and the shape of an input "
+                   "the model leaves without one). Repeatable.")
+@click.option("--no-parity", is_flag=True, help="Skip the comparison with ONNX Runtime.")
+@click.option("--json", "as_json", is_flag=True, help="Print the import report as JSON.")
+def import_cmd(model: Path, out: Path | None, dynamic: tuple[str, ...], static: bool, input_shape: tuple[str, ...],
+               no_parity: bool, as_json: bool) -> None:
+    """Import an ONNX model (opsets 11 to 21) as a .dtm: shape subgraphs folded, the same passes and memory plan as
+    dt.export, then a parity check against ONNX Runtime when it is installed."""
+    import dataclasses
+    import json
+
+    from ..onnx import OnnxImportError, import_model
+
+    if static and dynamic:
+        raise click.UsageError("--static and --dynamic exclude each other")
+    dst = out if out is not None else model.with_suffix(".dtm")
+    axes = [] if static else (list(dynamic) if dynamic else None)
+    try:
+        report = import_model(model, dst, dynamic_axes=axes, input_shapes=_shape_option(input_shape),
+                              check_parity=not no_parity)
+    except OnnxImportError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    if as_json:
+        d = dataclasses.asdict(report)
+        d["path"], d["source"] = str(report.path), str(report.source)
+        click.echo(json.dumps(d, indent=2))
+        return
+    click.echo(report.summary())
+    click.echo(f"wrote {dst}")
 
 
 @main.group("ops")

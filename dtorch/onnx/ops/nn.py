@@ -1,0 +1,334 @@
+"""Neural-network operators: convolutions, Gemm/MatMul, normalizations, pooling, softmax."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+
+from ..._export.graph import Value
+from .._registry import Ctx, translates
+from ._common import norm_axis, scalar_const, spatial_pads
+
+
+def _to_2d(ctx: Ctx, x: Value, what: str) -> tuple[Value, bool]:
+    """A 1-D (N, C, L) operand as (N, C, 1, L); 2-D ones unchanged. Returns (value, was 1-D)."""
+    rank = len(x.shape)
+    if rank == 4:
+        return x, False
+    if rank == 3:
+        n, c, length = ctx.shape(x)
+        return ctx.reshape(x, [n, c, 1, length]), True
+    raise ctx.fail(f"{what} has rank {rank}; dtorch supports 1-D and 2-D {ctx.op_type} (rank-3 or rank-4 inputs)")
+
+
+def _spatial_attr(ctx: Ctx, name: str, n: int, default: int) -> list[int]:
+    v = [int(a) for a in ctx.attr(name, [default] * n)]
+    if len(v) != n:
+        raise ctx.fail(f"{name} {v} must have {n} values")
+    return v
+
+
+def _from_1d(ctx: Ctx, y: Value, was_1d: bool) -> Value:
+    if not was_1d:
+        return y
+    n, c, _, length = ctx.shape(y)
+    return ctx.reshape(y, [n, c, length])
+
+
+@translates("Conv")
+def conv(ctx: Ctx) -> Sequence[Value]:
+    x, w, b = ctx.input(0), ctx.input(1), ctx.optional(2)
+    nsp = len(x.shape) - 2
+    x2, was_1d = _to_2d(ctx, x, "the input")
+    if was_1d:
+        w = ctx.reshape(w, [w.shape[0], w.shape[1], 1, w.shape[2]])
+    kernel = [int(k) for k in ctx.attr("kernel_shape", list(w.shape[2:]))][-nsp:]
+    strides = _spatial_attr(ctx, "strides", nsp, 1)
+    dil = _spatial_attr(ctx, "dilations", nsp, 1)
+    begin, end = spatial_pads(ctx, ctx.shape(x)[2:], kernel, strides, dil)
+    if was_1d:
+        strides, dil, begin, end = [1, *strides], [1, *dil], [0, *begin], [0, *end]
+    attrs = {"stride": strides, "dilation": dil, "padding": [begin[0], end[0], begin[1], end[1]],
+             "groups": int(ctx.attr("group", 1))}
+    return [_from_1d(ctx, ctx.emit1("conv2d", [x2, w, b], attrs), was_1d)]
+
+
+@translates("ConvTranspose")
+def conv_transpose(ctx: Ctx) -> Sequence[Value]:
+    x, w, b = ctx.input(0), ctx.input(1), ctx.optional(2)
+    nsp = len(x.shape) - 2
+    x2, was_1d = _to_2d(ctx, x, "the input")
+    if was_1d:
+        w = ctx.reshape(w, [w.shape[0], w.shape[1], 1, w.shape[2]])
+    kernel = [int(k) for k in ctx.attr("kernel_shape", list(w.shape[-nsp:]))][-nsp:]
+    strides = _spatial_attr(ctx, "strides", nsp, 1)
+    dil = _spatial_attr(ctx, "dilations", nsp, 1)
+    out_pad = _spatial_attr(ctx, "output_padding", nsp, 0)
+    ins = ctx.shape(x)[2:]
+    full = [s * (i - 1) + (k - 1) * d + 1 for i, k, s, d in zip(ins, kernel, strides, dil)]
+    auto = ctx.attr("auto_pad", "NOTSET")
+    out_shape = ctx.attr("output_shape")
+    if out_shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
+        target = [int(o) for o in out_shape][-nsp:] if out_shape is not None else [i * s for i, s in zip(ins, strides)]
+        total = [f + op - t for f, op, t in zip(full, out_pad, target)]
+        if any(t < 0 for t in total):
+            raise ctx.fail(f"output_shape {target} is larger than the transposed convolution produces")
+        if auto == "SAME_UPPER":
+            begin = [t // 2 for t in total]
+        else:
+            begin = [t - t // 2 for t in total]
+        end = [t - bg for t, bg in zip(total, begin)]
+    elif auto == "VALID":
+        begin, end = [0] * nsp, [0] * nsp
+    else:
+        pads = [int(p) for p in ctx.attr("pads", [0] * (2 * nsp))]
+        begin, end = pads[:nsp], pads[nsp:]
+    # The kernel crops `padding` at both ends and adds `output_padding` at the end (PyTorch's rule); crop the rest.
+    length = [f + op - bg - e for f, op, bg, e in zip(full, out_pad, begin, end)]
+    kpad, kop, extra = [], [], []
+    for f, bg, n_out, s, d in zip(full, begin, length, strides, dil):
+        op_k = n_out - (f - 2 * bg)
+        if 0 <= op_k < max(s, d):
+            kpad.append(bg)
+            kop.append(op_k)
+            extra.append(0)
+        elif op_k < 0:
+            kpad.append(bg)
+            kop.append(0)
+            extra.append(-op_k)
+        else:
+            raise ctx.fail(f"its pads {begin + end} / output_padding {out_pad} give an output the runtime's "
+                           f"conv_transpose2d cannot produce")
+    if was_1d:
+        strides, dil, kpad, kop, extra = [1, *strides], [1, *dil], [0, *kpad], [0, *kop], [0, *extra]
+    attrs = {"stride": strides, "dilation": dil, "padding": kpad, "output_padding": kop,
+             "groups": int(ctx.attr("group", 1))}
+    y = ctx.emit1("conv_transpose2d", [x2, w, b], attrs)
+    if any(extra):
+        axes = [i + 2 for i, e in enumerate(extra) if e]
+        y = ctx.emit1("slice", [y], {"axes": axes, "starts": [0] * len(axes),
+                                     "ends": [int(y.shape[a]) - extra[a - 2] for a in axes]})
+    return [_from_1d(ctx, y, was_1d)]
+
+
+@translates("Gemm")
+def gemm(ctx: Ctx) -> Sequence[Value]:
+    a, b, c = ctx.input(0), ctx.input(1), ctx.optional(2)
+    alpha, beta = float(ctx.attr("alpha", 1.0)), float(ctx.attr("beta", 1.0))
+    trans_a, trans_b = int(ctx.attr("transA", 0)), int(ctx.attr("transB", 0))
+    if len(a.shape) != 2 or len(b.shape) != 2:
+        raise ctx.fail(f"Gemm takes 2-D A and B, got {list(a.shape)} and {list(b.shape)}")
+    if trans_a:
+        a = ctx.emit1("permute", [a], {"perm": [1, 0]})
+    n = int(b.shape[0] if trans_b else b.shape[1])
+    if b.is_const and b.data is not None:
+        wt = b.data if trans_b else b.data.T
+        w = ctx.constant(np.ascontiguousarray(wt * np.float32(alpha) if alpha != 1.0 else wt, dtype=np.float32))
+        bias = None
+        if c is not None and c.is_const and c.data is not None and c.data.size in (1, n) and \
+                (c.data.ndim <= 1 or (c.data.ndim == 2 and c.data.shape[0] == 1)):
+            bias = ctx.constant(np.ascontiguousarray(np.broadcast_to(c.data.reshape(-1) * np.float32(beta), (n,)),
+                                                     dtype=np.float32))
+            c = None
+        y = ctx.emit1("linear", [a, w, bias])
+    else:
+        if trans_b:
+            b = ctx.emit1("permute", [b], {"perm": [1, 0]})
+        y = ctx.emit1("matmul", [a, b])
+        if alpha != 1.0:
+            y = ctx.emit1("mul", [y, scalar_const(ctx, alpha)])
+    if c is not None and beta != 0.0:
+        if beta != 1.0:
+            c = ctx.emit1("mul", [c, scalar_const(ctx, beta)])
+        y = ctx.emit1("add", [y, c])
+    return [y]
+
+
+@translates("MatMul")
+def matmul(ctx: Ctx) -> Sequence[Value]:
+    a, b = ctx.input(0), ctx.input(1)
+    if b.is_const and b.data is not None and b.data.ndim == 2 and len(a.shape) >= 1 and not a.is_const:
+        w = ctx.constant(np.ascontiguousarray(b.data.T, dtype=np.float32))
+        return [ctx.emit1("linear", [a, w, None])]
+    return [ctx.emit1("matmul", [a, b])]
+
+
+@translates("BatchNormalization")
+def batch_norm(ctx: Ctx) -> Sequence[Value | None]:
+    if int(ctx.attr("training_mode", 0)) and any(ctx.output_used(k) for k in (1, 2)):
+        raise ctx.fail("training_mode=1 with running statistics as outputs; import a model exported in eval mode")
+    x, scale, bias, mean, var = (ctx.input(i) for i in range(5))
+    return [ctx.emit1("batch_norm", [x, mean, var, scale, bias], {"eps": float(ctx.attr("epsilon", 1e-5))}),
+            None, None]
+
+
+@translates("InstanceNormalization")
+def instance_norm(ctx: Ctx) -> Sequence[Value]:
+    x, scale, bias = ctx.input(0), ctx.input(1), ctx.input(2)
+    return [ctx.emit1("group_norm", [x, scale, bias], {"groups": int(x.shape[1]),
+                                                       "eps": float(ctx.attr("epsilon", 1e-5))})]
+
+
+def _per_channel(ctx: Ctx, v: Value | None, groups: int, channels: int, what: str) -> Value | None:
+    if v is None or v.shape == (channels,):
+        return v
+    if v.is_const and v.data is not None and v.data.size == groups:
+        return ctx.constant(np.repeat(v.data.reshape(-1).astype(np.float32), channels // groups))
+    raise ctx.fail(f"{what} has shape {list(v.shape)}; expected ({channels},) or ({groups},)")
+
+
+@translates("GroupNormalization")
+def group_norm(ctx: Ctx) -> Sequence[Value]:
+    x = ctx.input(0)
+    groups = int(ctx.attr("num_groups", 0))
+    c = int(x.shape[1])
+    if groups < 1 or c % groups:
+        raise ctx.fail(f"num_groups {groups} does not divide the {c} channels")
+    scale = _per_channel(ctx, ctx.optional(1), groups, c, "scale")
+    bias = _per_channel(ctx, ctx.optional(2), groups, c, "bias")
+    return [ctx.emit1("group_norm", [x, scale, bias], {"groups": groups, "eps": float(ctx.attr("epsilon", 1e-5))})]
+
+
+@translates("LayerNormalization")
+def layer_norm(ctx: Ctx) -> Sequence[Value | None]:
+    if ctx.output_used(1) or ctx.output_used(2):
+        raise ctx.fail("its Mean / InvStdDev outputs are used (training graphs are not supported)")
+    x = ctx.input(0)
+    rank = len(x.shape)
+    axis = norm_axis(ctx, int(ctx.attr("axis", -1)), rank)
+    norm_shape = tuple(int(s) for s in x.shape[axis:])
+    params = []
+    for i, what in ((1, "Scale"), (2, "B")):
+        v = ctx.optional(i)
+        if v is not None and tuple(v.shape) != norm_shape:
+            if not (v.is_const and v.data is not None):
+                raise ctx.fail(f"{what} has shape {list(v.shape)}, not the normalized shape {list(norm_shape)}")
+            try:
+                v = ctx.constant(np.ascontiguousarray(np.broadcast_to(v.data, norm_shape), dtype=np.float32))
+            except ValueError:
+                raise ctx.fail(f"{what} of shape {list(v.shape)} does not broadcast to {list(norm_shape)}") from None
+        params.append(v)
+    y = ctx.emit1("layer_norm", [x, *params], {"normalized_ndim": rank - axis,
+                                              "eps": float(ctx.attr("epsilon", 1e-5))})
+    return [y, None, None]
+
+
+def _softmax_like(ctx: Ctx, op: str) -> Sequence[Value]:
+    x = ctx.input(0)
+    rank = len(x.shape)
+    if ctx.opset >= 13:
+        return [ctx.emit1(op, [x], {"dim": norm_axis(ctx, int(ctx.attr("axis", -1)), rank)})]
+    # Before opset 13 the input is coerced to 2-D at `axis` and normalized over everything after it.
+    axis = norm_axis(ctx, int(ctx.attr("axis", 1)), rank) if rank else 0
+    if axis == rank - 1:
+        return [ctx.emit1(op, [x], {"dim": -1})]
+    shape = ctx.shape(x)
+    lead = int(np.prod(shape[:axis], dtype=np.int64))
+    flat = ctx.reshape(x, [lead, -1])
+    return [ctx.reshape(ctx.emit1(op, [flat], {"dim": -1}), list(shape))]
+
+
+@translates("Softmax")
+def softmax(ctx: Ctx) -> Sequence[Value]:
+    return _softmax_like(ctx, "softmax")
+
+
+@translates("LogSoftmax")
+def log_softmax(ctx: Ctx) -> Sequence[Value]:
+    return _softmax_like(ctx, "log_softmax")
+
+
+@translates("GlobalAveragePool", "GlobalMaxPool")
+def global_pool(ctx: Ctx) -> Sequence[Value]:
+    x = ctx.input(0)
+    axes = list(range(2, len(x.shape)))
+    op = "mean" if ctx.op_type == "GlobalAveragePool" else "amax"
+    return [ctx.emit1(op, [x], {"axes": axes, "keepdim": 1})]
+
+
+def _pool_geometry(ctx: Ctx, x: Value) -> tuple[list[int], list[int], list[int], list[int], list[int]]:
+    nsp = len(x.shape) - 2
+    if "kernel_shape" not in ctx.attrs:
+        raise ctx.fail("kernel_shape is required")
+    kernel = [int(k) for k in ctx.attr("kernel_shape")]
+    if len(kernel) != nsp:
+        raise ctx.fail(f"kernel_shape {kernel} does not match the {nsp} spatial dims of the input")
+    strides = _spatial_attr(ctx, "strides", nsp, 1)
+    dil = _spatial_attr(ctx, "dilations", nsp, 1)
+    begin, end = spatial_pads(ctx, ctx.shape(x)[2:], kernel, strides, dil)
+    return kernel, strides, dil, begin, end
+
+
+def _ceil_extra(size: int, k: int, s: int, d: int, b: int, e: int) -> int:
+    """Extra end padding that makes a floor-mode pool give ONNX's ceil-mode output size: ceil((size + b + e -
+    ((k-1)d+1)) / s) + 1 windows, less one when the last would start past the input and its left padding."""
+    span = (k - 1) * d + 1
+    out = -(-(size + b + e - span) // s) + 1
+    if (out - 1) * s >= size + b:
+        out -= 1
+    return max(0, (out - 1) * s + span - (size + b + e))
+
+
+def _lift(ctx: Ctx, vals: list[int], was_1d: bool, fill: int) -> list[int]:
+    return [fill, *vals] if was_1d else vals
+
+
+@translates("MaxPool")
+def max_pool(ctx: Ctx) -> Sequence[Value | None]:
+    if ctx.output_used(1):
+        raise ctx.fail("its Indices output is used, which dtorch does not support")
+    x = ctx.input(0)
+    kernel, strides, dil, begin, end = _pool_geometry(ctx, x)
+    if int(ctx.attr("storage_order", 0)) not in (0, 1):
+        raise ctx.fail("storage_order must be 0 or 1")
+    x2, was_1d = _to_2d(ctx, x, "the input")
+    kernel, strides, dil = _lift(ctx, kernel, was_1d, 1), _lift(ctx, strides, was_1d, 1), _lift(ctx, dil, was_1d, 1)
+    begin, end = _lift(ctx, begin, was_1d, 0), _lift(ctx, end, was_1d, 0)
+    sizes = ctx.shape(x2)[2:]
+    if int(ctx.attr("ceil_mode", 0)):
+        end = [e + _ceil_extra(sz, k, s, d, b, e) for sz, k, s, d, b, e in zip(sizes, kernel, strides, dil, begin, end)]
+    sym = begin == end and all(2 * p <= k for p, k in zip(begin, kernel))
+    if not sym and any(begin + end):
+        pads = [begin[1], end[1], begin[0], end[0]]
+        x2 = ctx.emit1("pad", [x2], {"pads": pads, "value": float("-inf")})
+        begin = end = [0, 0]
+    y = ctx.emit1("max_pool2d", [x2], {"kernel": kernel, "stride": strides, "padding": begin, "dilation": dil})
+    return [_from_1d(ctx, y, was_1d), None]
+
+
+@translates("AveragePool")
+def average_pool(ctx: Ctx) -> Sequence[Value]:
+    x = ctx.input(0)
+    kernel, strides, dil, begin, end = _pool_geometry(ctx, x)
+    if any(d != 1 for d in dil):
+        raise ctx.fail(f"dilations {dil} are not supported by the runtime's avg_pool2d")
+    include = int(ctx.attr("count_include_pad", 0))
+    x2, was_1d = _to_2d(ctx, x, "the input")
+    kernel, strides = _lift(ctx, kernel, was_1d, 1), _lift(ctx, strides, was_1d, 1)
+    begin, end = _lift(ctx, begin, was_1d, 0), _lift(ctx, end, was_1d, 0)
+    sizes = ctx.shape(x2)[2:]
+    ceil = int(ctx.attr("ceil_mode", 0))
+    if begin == end and all(2 * p <= k for p, k in zip(begin, kernel)):
+        y = ctx.emit1("avg_pool2d", [x2], {"kernel": kernel, "stride": strides, "padding": begin, "ceil_mode": ceil,
+                                          "count_include_pad": include})
+        return [_from_1d(ctx, y, was_1d)]
+    # Asymmetric padding: pool the zero-padded input counting every element, and divide by the same pool of a
+    # mask of ones (a constant), which counts the elements of each window that are real (or, with
+    # count_include_pad, real or padding).
+    extra = [_ceil_extra(sz, k, s, 1, b, e) if ceil else 0 for sz, k, s, b, e in zip(sizes, kernel, strides, begin, end)]
+    full_end = [e + x for e, x in zip(end, extra)]
+    pads = [begin[1], full_end[1], begin[0], full_end[0]]
+    padded = ctx.emit1("pad", [x2], {"pads": pads})
+    attrs = {"kernel": kernel, "stride": strides, "padding": [0, 0], "count_include_pad": 1}
+    total = ctx.emit1("avg_pool2d", [padded], attrs)
+    mask = np.ones((1, 1, *sizes), dtype=np.float32)
+    if include:  # the ONNX padding counts, the ceil-mode overhang does not
+        mask = np.pad(mask, ((0, 0), (0, 0), (begin[0], end[0]), (begin[1], end[1])), constant_values=1.0)
+        mpads = [0, extra[1], 0, extra[0]]
+    else:
+        mpads = pads
+    mask_v = ctx.emit1("pad", [ctx.constant(mask)], {"pads": mpads})
+    counts = ctx.emit1("avg_pool2d", [mask_v], attrs)
+    return [_from_1d(ctx, ctx.emit1("div", [total, counts]), was_1d)]
+

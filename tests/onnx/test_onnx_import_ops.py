@@ -1,0 +1,180 @@
+"""dtorch.onnx.import_model, operator by operator: one-node ONNX models run by the imported .dtm and by ONNX
+Runtime on the same inputs (the import's own parity check is off here so the comparison is the test's)."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+pytest.importorskip("onnx", reason="dtorch.onnx needs the onnx package (pip install 'dtorch[onnx]')")
+pytest.importorskip("onnxruntime", reason="the ONNX import tests compare with ONNX Runtime (pip install onnxruntime)")
+
+from onnx_cases import assert_close, dtm_run, node_model, ort_run, save
+
+import dtorch.onnx as don
+
+R = np.random.default_rng(0)
+
+
+def f32(*shape: int) -> np.ndarray:
+    return R.standard_normal(shape).astype(np.float32)
+
+
+def pos(*shape: int) -> np.ndarray:
+    return (np.abs(R.standard_normal(shape)) + 0.1).astype(np.float32)
+
+
+def i64(*values: int) -> np.ndarray:
+    return np.array(values, dtype=np.int64)
+
+
+X4 = f32(2, 3, 9, 9)
+W33 = f32(4, 3, 3, 3)
+# (id, op, inputs, initializers, attributes, opset, number of outputs, node input order)
+CASES = [
+    ("add_broadcast", "Add", {"a": f32(2, 3, 4), "b": f32(4)}, {}, {}, 13, 1, None),
+    ("sub_const", "Sub", {"a": f32(2, 3)}, {"b": f32(2, 1)}, {}, 13, 1, None),
+    ("mul", "Mul", {"a": f32(3, 1, 5), "b": f32(1, 4, 5)}, {}, {}, 14, 1, None),
+    ("div", "Div", {"a": f32(4, 5)}, {"b": pos(5)}, {}, 14, 1, None),
+    ("pow_int_exponent", "Pow", {"a": pos(3, 4)}, {"b": np.array(2, np.int64)}, {}, 15, 1, None),
+    ("max3", "Max", {"a": f32(3, 4), "b": f32(4), "c": f32(3, 1)}, {}, {}, 13, 1, None),
+    ("min2", "Min", {"a": f32(3, 4), "b": f32(3, 4)}, {}, {}, 13, 1, None),
+    ("mean3", "Mean", {"a": f32(3, 4), "b": f32(3, 4), "c": f32(3, 4)}, {}, {}, 13, 1, None),
+    ("sum2", "Sum", {"a": f32(3, 4), "b": f32(4)}, {}, {}, 13, 1, None),
+    *[(op.lower(), op, {"x": pos(2, 7) if op in ("Log", "Sqrt", "Reciprocal") else f32(2, 7)}, {}, {}, 13, 1, None)
+      for op in ("Relu", "Sigmoid", "Tanh", "Exp", "Log", "Sqrt", "Neg", "Abs", "Erf", "Sin", "Cos", "Reciprocal",
+                 "Softplus", "Softsign", "Selu")],
+    ("hardswish", "HardSwish", {"x": f32(3, 9) * 4}, {}, {}, 14, 1, None),
+    ("mish", "Mish", {"x": f32(3, 9) * 4}, {}, {}, 18, 1, None),
+    ("leaky_relu", "LeakyRelu", {"x": f32(3, 5)}, {}, {"alpha": 0.2}, 16, 1, None),
+    ("elu", "Elu", {"x": f32(3, 5)}, {}, {"alpha": 0.7}, 13, 1, None),
+    ("hardsigmoid_default", "HardSigmoid", {"x": f32(3, 9) * 4}, {}, {}, 13, 1, None),
+    ("hardsigmoid_torch", "HardSigmoid", {"x": f32(3, 9) * 4}, {}, {"alpha": 1 / 6}, 13, 1, None),
+    ("gelu", "Gelu", {"x": f32(4, 6)}, {}, {}, 20, 1, None),
+    ("gelu_tanh", "Gelu", {"x": f32(4, 6)}, {}, {"approximate": "tanh"}, 20, 1, None),
+    ("prelu_channel", "PRelu", {"x": f32(2, 3, 4, 4)}, {"s": f32(3, 1, 1)}, {}, 16, 1, None),
+    ("prelu_broadcast", "PRelu", {"x": f32(2, 3, 4)}, {"s": f32(4)}, {}, 16, 1, None),
+    ("clip_inputs", "Clip", {"x": f32(4, 4)}, {"lo": np.array(-0.5, np.float32), "hi": np.array(0.5, np.float32)},
+     {}, 13, 1, None),
+    ("clip_max_only", "Clip", {"x": f32(4, 4)}, {"hi": np.array(0.3, np.float32)}, {}, 13, 1, ["x", "", "hi"]),
+    ("identity", "Identity", {"x": f32(2, 3)}, {}, {}, 13, 1, None),
+    ("dropout", "Dropout", {"x": f32(2, 3)}, {}, {}, 13, 1, None),
+    ("conv_pads", "Conv", {"x": X4}, {"w": W33, "b": f32(4)}, {"pads": [1, 0, 2, 1], "strides": [2, 1]}, 11, 1,
+     None),
+    ("conv_same_upper", "Conv", {"x": X4}, {"w": W33}, {"auto_pad": "SAME_UPPER", "strides": [2, 2]}, 11, 1, None),
+    ("conv_same_lower", "Conv", {"x": X4}, {"w": W33}, {"auto_pad": "SAME_LOWER", "strides": [2, 2]}, 11, 1,
+     None),
+    ("conv_groups", "Conv", {"x": f32(1, 4, 8, 8)}, {"w": f32(8, 2, 3, 3)}, {"group": 2, "pads": [1, 1, 1, 1]}, 11, 1,
+     None),
+    ("conv_1d", "Conv", {"x": f32(2, 3, 17)}, {"w": f32(5, 3, 4), "b": f32(5)}, {"pads": [1, 2], "strides": [2]},
+     13, 1, None),
+    ("conv_transpose", "ConvTranspose", {"x": f32(1, 4, 5, 5)}, {"w": f32(4, 3, 3, 3), "b": f32(3)},
+     {"strides": [2, 2], "pads": [1, 1, 1, 1], "output_padding": [1, 1]}, 11, 1, None),
+    ("conv_transpose_asym", "ConvTranspose", {"x": f32(1, 2, 4, 4)}, {"w": f32(2, 3, 3, 3)},
+     {"strides": [2, 2], "pads": [0, 1, 2, 0]}, 11, 1, None),
+    ("conv_transpose_output_shape", "ConvTranspose", {"x": f32(1, 2, 4, 4)}, {"w": f32(2, 2, 3, 3)},
+     {"strides": [2, 2], "output_shape": [9, 8]}, 11, 1, None),
+    ("conv_transpose_groups", "ConvTranspose", {"x": f32(1, 4, 5, 5)}, {"w": f32(4, 2, 3, 3)},
+     {"group": 2, "dilations": [2, 1]}, 11, 1, None),
+    ("gemm_transb", "Gemm", {"a": f32(3, 5)}, {"b": f32(4, 5), "c": f32(4)}, {"transB": 1}, 13, 1, None),
+    ("gemm_alpha_beta", "Gemm", {"a": f32(5, 3)}, {"b": f32(5, 4), "c": f32(3, 4)},
+     {"transA": 1, "alpha": 0.5, "beta": 2.0}, 13, 1, None),
+    ("gemm_runtime_b", "Gemm", {"a": f32(3, 5), "b": f32(5, 4)}, {"c": f32(1, 4)}, {"alpha": 2.0}, 13, 1, None),
+    ("matmul_const", "MatMul", {"a": f32(2, 3, 5)}, {"b": f32(5, 4)}, {}, 13, 1, None),
+    ("matmul_batched", "MatMul", {"a": f32(2, 3, 5), "b": f32(2, 5, 4)}, {}, {}, 13, 1, None),
+    ("batchnorm", "BatchNormalization", {"x": f32(2, 3, 4, 4)},
+     {"s": f32(3), "b": f32(3), "m": f32(3), "v": pos(3)}, {"epsilon": 1e-3}, 15, 1, None),
+    ("instancenorm", "InstanceNormalization", {"x": f32(2, 3, 5, 4)}, {"s": f32(3), "b": f32(3)}, {}, 13, 1,
+     None),
+    ("layernorm_axis", "LayerNormalization", {"x": f32(2, 3, 8)}, {"s": f32(3, 8), "b": f32(3, 8)}, {"axis": 1},
+     17, 1, None),
+    ("layernorm_last", "LayerNormalization", {"x": f32(2, 3, 8)}, {"s": f32(8)}, {}, 17, 1, None),
+    ("groupnorm18", "GroupNormalization", {"x": f32(2, 6, 3, 3)}, {"s": f32(3), "b": f32(3)}, {"num_groups": 3},
+     18, 1, None),
+    ("groupnorm21", "GroupNormalization", {"x": f32(2, 6, 3, 3)}, {"s": f32(6), "b": f32(6)}, {"num_groups": 2},
+     21, 1, None),
+    ("softmax13", "Softmax", {"x": f32(2, 3, 4)}, {}, {"axis": 1}, 13, 1, None),
+    ("softmax11_coerced", "Softmax", {"x": f32(2, 3, 4)}, {}, {"axis": 1}, 11, 1, None),
+    ("logsoftmax11_default", "LogSoftmax", {"x": f32(2, 3, 4)}, {}, {}, 11, 1, None),
+    ("logsoftmax13", "LogSoftmax", {"x": f32(2, 3, 4)}, {}, {}, 13, 1, None),
+    ("maxpool", "MaxPool", {"x": X4}, {}, {"kernel_shape": [3, 3], "strides": [2, 2], "pads": [1, 1, 1, 1]}, 12, 1,
+     None),
+    ("maxpool_ceil", "MaxPool", {"x": f32(1, 2, 10, 10)}, {}, {"kernel_shape": [3, 3], "strides": [2, 2],
+                                                               "ceil_mode": 1}, 12, 1, None),
+    ("maxpool_asym_dilated", "MaxPool", {"x": X4}, {}, {"kernel_shape": [2, 3], "pads": [0, 1, 1, 2],
+                                                        "dilations": [2, 1]}, 12, 1, None),
+    ("maxpool_same_upper", "MaxPool", {"x": X4}, {}, {"kernel_shape": [2, 2], "auto_pad": "SAME_UPPER"}, 12, 1,
+     None),
+    ("maxpool_1d", "MaxPool", {"x": f32(2, 3, 11)}, {}, {"kernel_shape": [3], "strides": [2]}, 12, 1, None),
+    ("avgpool_exclude_pad", "AveragePool", {"x": X4}, {}, {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1]}, 11, 1,
+     None),
+    ("avgpool_include_pad", "AveragePool", {"x": X4}, {}, {"kernel_shape": [3, 3], "pads": [1, 1, 1, 1],
+                                                           "count_include_pad": 1}, 11, 1, None),
+    ("avgpool_same_upper", "AveragePool", {"x": X4}, {}, {"kernel_shape": [2, 2], "auto_pad": "SAME_UPPER"}, 11, 1,
+     None),
+    ("avgpool_asym_include", "AveragePool", {"x": X4}, {}, {"kernel_shape": [3, 2], "pads": [0, 1, 2, 0],
+                                                            "count_include_pad": 1, "strides": [2, 2]}, 11, 1, None),
+    ("avgpool_ceil", "AveragePool", {"x": f32(1, 2, 10, 10)}, {}, {"kernel_shape": [3, 3], "strides": [2, 2],
+                                                                   "ceil_mode": 1}, 11, 1, None),
+    ("avgpool_ceil_asym", "AveragePool", {"x": f32(1, 2, 10, 10)}, {},
+     {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1, "pads": [1, 0, 0, 1]}, 11, 1, None),
+    ("global_avg", "GlobalAveragePool", {"x": X4}, {}, {}, 13, 1, None),
+    ("global_max", "GlobalMaxPool", {"x": X4}, {}, {}, 13, 1, None),
+    ("reshape_zero_minus1", "Reshape", {"x": f32(2, 3, 4)}, {"s": i64(0, -1)}, {}, 14, 1, None),
+    ("flatten2", "Flatten", {"x": f32(2, 3, 4, 5)}, {}, {"axis": 2}, 13, 1, None),
+    ("flatten0", "Flatten", {"x": f32(2, 3, 4)}, {}, {"axis": 0}, 13, 1, None),
+    ("squeeze13", "Squeeze", {"x": f32(2, 1, 4, 1)}, {"a": i64(-1)}, {}, 13, 1, None),
+    ("squeeze11_all", "Squeeze", {"x": f32(2, 1, 4, 1)}, {}, {}, 11, 1, None),
+    ("unsqueeze13", "Unsqueeze", {"x": f32(2, 4)}, {"a": i64(0, 3)}, {}, 13, 1, None),
+    ("unsqueeze11", "Unsqueeze", {"x": f32(2, 4)}, {}, {"axes": [-1]}, 11, 1, None),
+    ("transpose", "Transpose", {"x": f32(2, 3, 4)}, {}, {"perm": [2, 0, 1]}, 13, 1, None),
+    ("transpose_default", "Transpose", {"x": f32(2, 3, 4)}, {}, {}, 13, 1, None),
+    ("concat_neg_axis", "Concat", {"a": f32(2, 3), "b": f32(2, 5)}, {"c": f32(2, 1)}, {"axis": -1}, 13, 1, None),
+    ("split_equal", "Split", {"x": f32(6, 4)}, {}, {"axis": 0}, 13, 3, None),
+    ("split_sizes13", "Split", {"x": f32(2, 7)}, {"s": i64(2, 5)}, {"axis": 1}, 13, 2, None),
+    ("split_attr11", "Split", {"x": f32(2, 7)}, {}, {"axis": 1, "split": [3, 4]}, 11, 2, None),
+    ("split_num_outputs18", "Split", {"x": f32(7, 2)}, {}, {"num_outputs": 3}, 18, 3, None),
+    ("slice_basic", "Slice", {"x": f32(5, 6)}, {"s": i64(1, 0), "e": i64(4, 100)}, {}, 13, 1, None),
+    ("slice_axes_steps", "Slice", {"x": f32(5, 6, 7)}, {"s": i64(-5, 1), "e": i64(-1, 7), "a": i64(2, 0),
+                                                       "st": i64(2, 2)}, {}, 13, 1, None),
+    ("slice_negative_step", "Slice", {"x": f32(5, 6)}, {"s": i64(-1), "e": i64(-100), "a": i64(1),
+                                                         "st": i64(-2)}, {}, 13, 1, None),
+    ("gather_const_scalar", "Gather", {"x": f32(3, 4, 5)}, {"i": np.array(-1, np.int64)}, {"axis": 1}, 13, 1, None),
+    ("gather_const_2d", "Gather", {"x": f32(5, 4)}, {"i": np.array([[0, 4], [-2, 1]], np.int64)}, {}, 13, 1, None),
+    ("gather_embedding", "Gather", {"i": np.array([[0, 3, 2]], np.int64)}, {"x": f32(5, 4)}, {}, 13, 1, ["x", "i"]),
+    ("expand", "Expand", {"x": f32(3, 1)}, {"s": i64(2, 1, 4)}, {}, 13, 1, None),
+    ("expand_ones", "Expand", {"x": f32(3, 4)}, {"s": i64(1, 1)}, {}, 13, 1, None),
+    ("pad_constant", "Pad", {"x": f32(2, 3, 4)}, {"p": i64(0, 1, 2, 0, 0, 1), "v": np.array(1.5, np.float32)}, {},
+     13, 1, None),
+    ("pad_negative", "Pad", {"x": f32(3, 5)}, {"p": i64(0, -1, 1, -2)}, {}, 13, 1, None),
+    ("pad_axes18", "Pad", {"x": f32(2, 3, 4)}, {"p": i64(1, 2), "v": np.array(0.0, np.float32), "a": i64(-1)}, {},
+     18, 1, ["x", "p", "v", "a"]),
+    ("reduce_mean18", "ReduceMean", {"x": f32(2, 3, 4)}, {"a": i64(1)}, {}, 18, 1, None),
+    ("reduce_mean13_attr", "ReduceMean", {"x": f32(2, 3, 4)}, {}, {"axes": [0, 2], "keepdims": 0}, 13, 1, None),
+    ("reduce_sum13", "ReduceSum", {"x": f32(2, 3, 4)}, {"a": i64(-1)}, {"keepdims": 0}, 13, 1, None),
+    ("reduce_sum11", "ReduceSum", {"x": f32(2, 3, 4)}, {}, {"axes": [1]}, 11, 1, None),
+    ("reduce_sum_all", "ReduceSum", {"x": f32(2, 3, 4)}, {}, {}, 13, 1, None),
+    ("reduce_sum_noop", "ReduceSum", {"x": f32(2, 3)}, {}, {"noop_with_empty_axes": 1}, 13, 1, None),
+    ("reduce_sumsquare", "ReduceSumSquare", {"x": f32(2, 3, 4)}, {"a": i64(1)}, {}, 18, 1, None),
+    ("reduce_l2", "ReduceL2", {"x": f32(2, 3, 4)}, {}, {"axes": [2]}, 13, 1, None),
+    ("reduce_logsumexp", "ReduceLogSumExp", {"x": f32(2, 3, 4) * 30}, {}, {"axes": [1], "keepdims": 0}, 13, 1,
+     None),
+    ("depth_to_space_dcr", "DepthToSpace", {"x": f32(1, 8, 2, 3)}, {}, {"blocksize": 2}, 13, 1, None),
+    ("depth_to_space_crd", "DepthToSpace", {"x": f32(1, 8, 2, 3)}, {}, {"blocksize": 2, "mode": "CRD"}, 13, 1, None),
+    ("space_to_depth", "SpaceToDepth", {"x": f32(1, 2, 4, 6)}, {}, {"blocksize": 2}, 13, 1, None),
+    ("tile", "Tile", {"x": f32(2, 3)}, {"r": i64(2, 3)}, {}, 13, 1, None),
+]
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c[0] for c in CASES])
+def test_operator_matches_onnxruntime(case, tmp_path):
+    _, op, inputs, consts, attrs, opset, n_out, order = case
+    model = node_model(op, inputs, consts, attrs, outputs=n_out, opset=opset, order=order)
+    src = save(model, tmp_path / "m.onnx")
+    report = don.import_model(src, tmp_path / "m.dtm", check_parity=False)
+    ref = ort_run(src, inputs)
+    got = dtm_run(tmp_path / "m.dtm", inputs)
+    assert len(got) == len(ref) == n_out
+    for g, r in zip(got, ref):
+        assert_close(g, r)
+    assert report.onnx_ops == {op: 1}
