@@ -157,6 +157,24 @@ def _prepare_model(model: Any, path: Path, warnings: list[str]) -> tuple[Any, in
     return model, opset
 
 
+def _freeze(model: Any, values: Mapping[str, np.ndarray]) -> None:
+    """Turn the named graph inputs into initializers holding `values`."""
+    from onnx import numpy_helper
+
+    by_name = {vi.name: vi for vi in model.graph.input}
+    for name, arr in values.items():
+        vi = by_name.get(name)
+        if vi is None:
+            raise OnnxImportError(f"constant_inputs names {name!r}, which is not an input of the model (inputs: "
+                                  f"{sorted(by_name)})")
+        want = _np_dtype(vi.type.tensor_type.elem_type, f"input '{name}'")
+        arr = np.asarray(arr)
+        if arr.dtype != want:
+            raise OnnxImportError(f"constant_inputs[{name!r}] is {arr.dtype.name}, but the input is {want.name}")
+        model.graph.input.remove(vi)
+        model.graph.initializer.append(numpy_helper.from_array(arr, name))
+
+
 def _np_dtype(elem_type: int, what: str) -> np.dtype:
     from onnx import helper
 
@@ -429,7 +447,8 @@ def _specialize(model: Any, opset: int, specs: list[_InputSpec], sizes: Mapping[
 
 
 def import_model(model: str | os.PathLike[str], f: str | os.PathLike[str], *, dynamic_axes: Any = None,
-                 input_shapes: Mapping[str, Sequence[int]] | None = None, check_parity: bool = True,
+                 input_shapes: Mapping[str, Sequence[int]] | None = None,
+                 constant_inputs: Mapping[str, np.ndarray] | None = None, check_parity: bool = True,
                  parity_tolerance: float = 1e-4) -> ImportReport:
     """Import the ONNX file `model` and write it as the `.dtm` file `f`.
 
@@ -438,6 +457,8 @@ def import_model(model: str | os.PathLike[str], f: str | os.PathLike[str], *, dy
     dict {input: {axis: name}} (as dt.export takes) also makes fixed dimensions dynamic.
     input_shapes: {input: sizes}: the example sizes (default 1 for each dynamic dimension) and the shape of an
     input the model leaves without one.
+    constant_inputs: {input: array}: inputs whose values are fixed (they become weights), e.g. a `shape` or `axes`
+    input that the runtime needs as a constant.
     check_parity: run the imported model and ONNX Runtime (when installed) on the same random inputs and record the
     largest error relative to each output's scale in the report; an error above `parity_tolerance` raises.
     """
@@ -450,6 +471,8 @@ def import_model(model: str | os.PathLike[str], f: str | os.PathLike[str], *, dy
     warnings: list[str] = []
     proto = _load_model(src)
     proto, opset = _prepare_model(proto, src, warnings)
+    if constant_inputs:
+        _freeze(proto, constant_inputs)
     shapes = {k: [int(x) for x in v] for k, v in (input_shapes or {}).items()}
     specs = _input_specs(proto, shapes)
     dynamic = _dynamic_names(specs, dynamic_axes)
