@@ -515,12 +515,12 @@ def import_model(model: str | os.PathLike[str], f: str | os.PathLike[str], *, dy
                           {v_name: list(v.dims or v.shape) for v_name, v in zip(out_names, ga.outputs)},
                           res.arena_size, res.parameter_bytes, warnings)
     if check_parity:
-        _parity(report, src, dst, in_names, example, parity_tolerance)
+        _parity(report, src, dst, in_names, example, parity_tolerance, constant_inputs or {})
     return report
 
 
 def _parity(report: ImportReport, src: Path, dst: Path, in_names: list[str], example: list[np.ndarray],
-            tol: float) -> None:
+            tol: float, frozen: Mapping[str, np.ndarray]) -> None:
     try:
         import onnxruntime as ort
     except ImportError:
@@ -532,7 +532,8 @@ def _parity(report: ImportReport, src: Path, dst: Path, in_names: list[str], exa
     try:
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
-        ref = ort.InferenceSession(str(src), opts, providers=["CPUExecutionProvider"]).run(None, feeds)
+        ref = ort.InferenceSession(str(src), opts, providers=["CPUExecutionProvider"]).run(
+            None, {**feeds, **{k: np.asarray(v) for k, v in frozen.items()}})
     except Exception as e:
         report.parity_note = f"skipped (ONNX Runtime cannot run the model: {str(e).strip().splitlines()[0]})"
         report.warnings.append(report.parity_note)
