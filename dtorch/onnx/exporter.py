@@ -19,9 +19,11 @@ ceil-mode windows that overhang the padding (explicit Pad, AveragePool, times k 
 pools of fixed size (floor mode with extra end padding: ONNX's shape inference disagrees with PyTorch on some
 ceil-mode sizes), adaptive pools with uneven windows (one reduction per window), float -> integer cast (saturating,
 NaN -> 0), amax/amin of floats (NaN propagates), where of bools (And/Or/Not), circular pad below opset 19
-(Slice + Concat). What remains approximate: nearest/bilinear resampling by a scale computes source positions as
-ONNX Runtime does (x / scale) rather than x * float32(1 / scale), which can pick another source pixel when the
-product rounds across an integer.
+(Slice + Concat), upsampling of a fixed-size input where Resize would pick other source pixels or weights
+than PyTorch (Gather of the eager source indices, weighted). What remains approximate: upsampling with a dynamic
+H or W is always Resize, whose source positions (i / scale, in float32) can round apart from PyTorch's
+(i * float32(1 / scale)) for some sizes and non-integer scales, and which resamples an axis whose size does not
+change where PyTorch copies it.
 """
 
 from __future__ import annotations
@@ -593,25 +595,124 @@ def _resize_node(b: _Builder, n: _N, attrs: dict[str, Any], *, roi: str | None =
     b.op("Resize", [x, roi, None, full], n.out, **attrs)
 
 
+def _scale_up(scale: float) -> float:
+    """The float32 at or just above `scale`: the output size is floor(in * scale) with PyTorch's double scale, and
+    ONNX computes it with the float32 one, which rounded down loses a pixel where in * scale is an integer (10 *
+    0.7). One ulp up keeps those sizes and moves source positions by about 1e-7 of a pixel."""
+    s32 = np.float32(scale)
+    return float(np.nextafter(s32, np.float32(np.inf)) if float(s32) < scale else s32)
+
+
+def _onnx_taps(size: int, out: int, scale: np.float32, mode: str, ctm: str) -> np.ndarray:
+    """The (out, size) resampling matrix of ONNX Resize along one axis, computed in float32 as ONNX Runtime does
+    (nearest: floor; linear: the position clamped to [0, size - 1])."""
+    f = np.float32
+    dst = np.arange(out).astype(f)
+    if ctm == "asymmetric":
+        x = dst / scale
+    elif ctm == "half_pixel":
+        x = (dst + f(0.5)) / scale - f(0.5)
+    else:  # align_corners
+        x = dst * f(size - 1) / f(out - 1) if out > 1 else np.zeros(out, f)
+    m = np.zeros((out, size))
+    rows = np.arange(out)
+    if mode == "nearest":
+        m[rows, np.clip(np.floor(x).astype(np.int64), 0, size - 1)] = 1.0
+        return m
+    x = np.clip(x, f(0), f(size - 1))
+    lo = x.astype(np.int64)
+    hi = np.minimum(lo + 1, size - 1)
+    lam = (x - lo.astype(f)).astype(np.float64)
+    m[rows, lo] += 1.0 - lam
+    m[rows, hi] += lam
+    return m
+
+
+def _catalogue_taps(size: int, out: int, scale: float | None, mode: str, align: bool) -> tuple[np.ndarray, ...]:
+    """(i0, i1, w0, w1) of the catalogue's upsampling along one axis: eager mode's own (dtorch/_prims)."""
+    from .._prims.upsampling import linear_weights, nearest_indices
+
+    if mode == "nearest":
+        idx = nearest_indices(size, out, scale, False)
+        return idx, idx, np.ones(out, _F32), np.zeros(out, _F32)
+    return linear_weights(size, out, scale, align, _F32)
+
+
+def _taps_matrix(taps: tuple[np.ndarray, ...], size: int) -> np.ndarray:
+    i0, i1, w0, w1 = taps
+    m = np.zeros((len(i0), size))
+    rows = np.arange(len(i0))
+    m[rows, i0] += w0
+    m[rows, i1] += w1
+    return m
+
+
+def _gather_resample(b: _Builder, n: _N, taps: list[tuple[np.ndarray, ...]], mode: str) -> None:
+    """The catalogue's upsampling of a fixed-size input, exactly: per axis (W, then H, as the kernel), Gather of
+    the source rows/columns, weighted (bilinear: x[i0] * w0 + x[i1] * w1)."""
+    y = n.req()
+    for axis in (3, 2):
+        i0, i1, w0, w1 = taps[axis - 2]
+        size = n.static(0, axis)
+        if len(i0) == size and np.array_equal(i0, np.arange(size)) and not np.any(w1):
+            continue  # this axis keeps its size: the kernel copies it
+        first = b.op("Gather", [y, b.ints(i0)], axis=axis)
+        if mode == "nearest":
+            y = first
+            continue
+        shape = (-1,) if axis == 3 else (-1, 1)
+        wa = b.init(np.asarray(w0, _F32).reshape(shape), "resample_w0")
+        wb = b.init(np.asarray(w1, _F32).reshape(shape), "resample_w1")
+        second = b.op("Gather", [y, b.ints(i1)], axis=axis)
+        y = b.op("Add", [b.op("Mul", [first, wa]), b.op("Mul", [second, wb])])
+    b.finish(y, n.out)
+
+
 def _upsample(mode: str) -> Translator:
     """Resize: nearest = asymmetric coordinates with floor (src = floor(dst / scale)); bilinear = half_pixel (PyTorch
     clamps negative source positions to 0, which ONNX's edge handling reproduces; pytorch_half_pixel differs when
-    an output size is 1) or align_corners. `scales` become Resize scales, `size` Resize sizes."""
+    an output size is 1) or align_corners. `scales` become Resize scales, `size` Resize sizes.
+
+    With a fixed H and W the source positions of both are computed at export: where Resize would pick other
+    pixels or weights than the catalogue (PyTorch rounds i * float32(1 / scale), ONNX i / scale; PyTorch copies an
+    axis whose size does not change, whatever the scale), the node becomes the exact Gather form instead."""
 
     def translate(b: _Builder, n: _N) -> None:
         a = n.attrs
+        align = bool(a.get("align_corners", 0))
         attrs: dict[str, Any] = {"mode": mode}
         if mode == "nearest":
             attrs.update(coordinate_transformation_mode="asymmetric", nearest_mode="floor")
         else:
-            attrs["coordinate_transformation_mode"] = "align_corners" if a.get("align_corners") else "half_pixel"
+            attrs["coordinate_transformation_mode"] = "align_corners" if align else "half_pixel"
+        sizes = [n.static(0, 2), n.static(0, 3)]
+        user: list[float | None]
         if a.get("scales") is not None:
-            _resize_node(b, n, attrs, scales=[1.0, 1.0, *(float(s) for s in a["scales"])])
+            user = [float(s) for s in a["scales"]]
+            onnx_scales = [_scale_up(s) for s in user]
         elif a.get("size") is not None:
-            oh, ow = (int(s) for s in a["size"])
-            _resize_node(b, n, attrs, sizes={2: oh, 3: ow})
+            user, onnx_scales = [None, None], []
         else:
             raise n.fail("it has neither 'size' nor 'scales'")
+        if all(s is not None for s in sizes):
+            ins = [int(s) for s in sizes if s is not None]
+            outs = ([int(math.floor(i * s)) for i, s in zip(ins, user) if s is not None] if onnx_scales else
+                    [int(s) for s in a["size"]])
+            taps = [_catalogue_taps(i, o, s, mode, align) for i, o, s in zip(ins, outs, user)]
+            f = np.float32
+            used = [f(s) for s in onnx_scales] or [f(o) / f(i) for i, o in zip(ins, outs)]
+            same = all((not onnx_scales or int(np.floor(f(i) * sc)) == o)
+                       and np.abs(_onnx_taps(i, o, sc, mode, attrs["coordinate_transformation_mode"])
+                                  - _taps_matrix(t, i)).max() <= 1e-6
+                       for i, o, sc, t in zip(ins, outs, used, taps))
+            if not same:
+                _gather_resample(b, n, taps, mode)
+                return
+        if onnx_scales:
+            _resize_node(b, n, attrs, scales=[1.0, 1.0, *onnx_scales])
+        else:
+            oh, ow = (int(s) for s in a["size"])
+            _resize_node(b, n, attrs, sizes={2: oh, 3: ow})
 
     return translate
 

@@ -174,6 +174,12 @@ CASES: dict[str, tuple[Callable[[], Callable], Callable[[int], tuple[dt.Tensor, 
         F.interpolate(x, size=(3, 9), mode="bilinear", align_corners=False),
         F.interpolate(x, size=(1, 1), mode="bilinear", align_corners=False),
         F.interpolate(x, scale_factor=0.5, mode="bilinear"))), _randn(2, 4, 6)),
+    # scales where ONNX Resize would differ from PyTorch: 10 * float32(0.7) < 7; an axis of unchanged size (3 *
+    # 1.25 -> 3) that PyTorch copies; i * float32(1 / 3.3) vs i / 3.3 rounding apart. They become Gathers.
+    "upsample_odd_scales": (lambda: Fn(lambda s, x, y: (
+        F.interpolate(x, scale_factor=0.7, mode="nearest"), F.interpolate(x, scale_factor=0.7, mode="bilinear"),
+        F.interpolate(y, scale_factor=1.25, mode="nearest"), F.interpolate(y, scale_factor=1.25, mode="bilinear"),
+        F.interpolate(x, scale_factor=3.3, mode="nearest"))), lambda n: (dt.randn(n, 2, 10, 13), dt.randn(n, 1, 3, 4))),
     "shapes": (lambda: Fn(lambda s, x: (
         x.reshape(x.shape[0], -1), x.flatten(1), x.permute(0, 2, 1), x[:, 1:3, ::2], x[..., -3:], x[:, [2, 0, 3]],
         x[:, 2], dt.cat([x, x * 2], dim=1), dt.stack([x, -x], dim=1), x[:, :1].expand(-1, 3, -1),
@@ -489,6 +495,16 @@ def test_opset_21_and_names(tmp_path: Path) -> None:
     for seq in (1, 9):
         x = dt.randn(2, seq, 32)
         _close(sess.run(None, {"tokens": x.numpy()})[0], _eager(model, (x,))[0], f"seq {seq}")
+
+
+def test_upsample_resize_or_gather(tmp_path: Path) -> None:
+    """Resize where it reproduces the catalogue's source positions, the exact Gather form where it would not."""
+    x = dt.randn(1, 2, 10, 13)
+    for scale, mode, want in ((2.0, "nearest", "Resize"), (2.0, "bilinear", "Resize"), (0.5, "bilinear", "Resize"),
+                              (0.7, "nearest", "Gather"), (3.3, "nearest", "Gather")):
+        rep = dtorch.onnx.export(Fn(lambda s, x, k=scale, m=mode: F.interpolate(x, scale_factor=k, mode=m)), x,
+                                 tmp_path / "u.onnx")
+        assert want in rep.op_types and ({"Resize", "Gather"} - {want}).isdisjoint(rep.op_types), (scale, mode)
 
 
 def test_static_export(tmp_path: Path) -> None:
