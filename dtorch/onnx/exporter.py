@@ -529,7 +529,7 @@ def _adaptive(kind: str) -> Translator:
         w = _adaptive_windows(size, out)
         k = w[0][1] - w[0][0]
         s = w[1][0] - w[0][0] if out > 1 else 1
-        ok = all(e - st == k and st == i * s for i, (st, e) in enumerate(w))
+        ok = s >= 1 and all(e - st == k and st == i * s for i, (st, e) in enumerate(w))  # s = 0: windows repeat
         return (k, s) if ok else None
 
     def translate(b: _Builder, n: _N) -> None:
