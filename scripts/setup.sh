@@ -14,6 +14,9 @@
 #      runs natively without calling scons. SCons rebuilds only what changed.
 #   5. libsodium's sources for dtorch-agent (SHA-256, Ed25519): PyNaCl's sdist from PyPI, pinned by sha256, extracted
 #      into build/third_party/ by python -m dtorch.edge.third_party.
+#      Not fetched here: ONNX's backend test data (48 MB unpacked, the onnx 1.19.1 wheel) for the conformance runs;
+#      tests/onnx/test_conformance.py and benchmarks/onnx_conformance.py fetch it on first use
+#      (python -m dtorch.onnx.conformance_data).
 set -euo pipefail
 
 say() { printf '[setup] %s\n' "$*"; }
