@@ -3,12 +3,15 @@
 1. fold_constants: a node whose inputs are all constants (and whose result the trace computed with the eager
    primitive) is replaced by its result, a new constant.
 2. remove_identities: `identity` nodes (copy, contiguous, dropout in eval, same-dtype casts) are dropped.
-3. fold_batch_norm: an inference batch_norm whose input comes from a conv2d/linear that has no other consumer
+3. fuse_patterns: decomposed activations that importers meet (ONNX has no SiLU, and Gelu only from opset 20)
+   become their operator, so they fuse: mul(x, sigmoid(x)) -> silu(x); 0.5 * x * (1 + erf(x / sqrt(2))) in the
+   operand orders torch.onnx emits -> gelu(x). The nodes left unused go in dead-code elimination.
+4. fold_batch_norm: an inference batch_norm whose input comes from a conv2d/linear that has no other consumer
    is folded into that node's weight and bias (new constants).
-4. fuse_activations: conv2d/conv_transpose2d/linear/add followed by its only consumer, an activation
+5. fuse_activations: conv2d/conv_transpose2d/linear/add followed by its only consumer, an activation
    (relu, relu6/hardtanh, leaky_relu, sigmoid, tanh, silu, hardswish, hardsigmoid, gelu), becomes one node
    with the `activation` attribute.
-5. dead_code_elimination: nodes none of whose outputs reach a graph output are removed.
+6. dead_code_elimination: nodes none of whose outputs reach a graph output are removed.
 """
 
 from __future__ import annotations
@@ -19,7 +22,7 @@ import numpy as np
 
 from ..catalogue import CATALOGUE
 from .errors import ExportError
-from .graph import Graph, Node, c_array, constant
+from .graph import Graph, Node, Value, c_array, constant
 from .lower import EXPORTABLE_OPS
 from .tracer import where
 
@@ -110,6 +113,72 @@ def fold_batch_norm(g: Graph) -> None:
     g.nodes = [n for n in g.nodes if id(n) not in removed]
 
 
+def _const_value(v: Value | None) -> float | None:
+    if v is None or not v.is_const or v.data is None or v.data.size != 1:
+        return None
+    return float(np.asarray(v.data).reshape(-1)[0])
+
+
+def _other(n: Node, v: Value) -> Value | None:
+    """The other operand of binary node `n` when one of its two inputs is `v`."""
+    a, b = (n.inputs + [None, None])[:2]
+    return b if a is v else a if b is v else None
+
+
+def fuse_patterns(g: Graph) -> None:
+    producers = g.producers()
+    consumers = g.consumers()
+
+    def only_use(v: Value) -> Node | None:
+        users = consumers.get(v.uid, [])
+        return users[0] if len(users) == 1 else None
+
+    def near(x: float | None, want: float) -> bool:
+        return x is not None and abs(x - want) <= 1e-4 * abs(want)
+
+    replace: dict[int, Node] = {}
+    for n in g.nodes:
+        if n.op == "mul" and len(n.inputs) == 2:  # x * sigmoid(x)
+            for s in n.inputs:
+                p = producers.get(s.uid) if s is not None else None
+                if p is not None and p.op == "sigmoid" and p.inputs[0] is _other(n, s) and s is not _other(n, s):
+                    replace[id(n)] = Node("silu", [p.inputs[0]], list(n.outputs), {}, n.name)
+                    break
+        if n.op != "erf":
+            continue
+        d = producers.get(n.inputs[0].uid) if n.inputs[0] is not None else None
+        if d is None or len(d.inputs) != 2 or d.inputs[0] is None:
+            continue
+        x = d.inputs[0]
+        if not ((d.op == "div" and near(_const_value(d.inputs[1]), 2 ** 0.5)) or
+                (d.op == "mul" and near(_const_value(d.inputs[1]), 0.5 ** 0.5))):
+            continue
+        add = only_use(n.outputs[0])
+        if add is None or add.op != "add" or not near(_const_value(_other(add, n.outputs[0])), 1.0):
+            continue
+        m1 = only_use(add.outputs[0])
+        if m1 is None or m1.op != "mul":
+            continue
+        o = _other(m1, add.outputs[0])
+        final = None
+        if o is x:  # (x * (1 + erf)) * 0.5
+            m2 = only_use(m1.outputs[0])
+            if m2 is not None and m2.op == "mul" and near(_const_value(_other(m2, m1.outputs[0])), 0.5):
+                final = m2
+        elif near(_const_value(o), 0.5):  # x * ((1 + erf) * 0.5)
+            m2 = only_use(m1.outputs[0])
+            if m2 is not None and m2.op == "mul" and _other(m2, m1.outputs[0]) is x:
+                final = m2
+        elif o is not None and (h := producers.get(o.uid)) is not None and h.op == "mul" and \
+                _other(h, x) is not None and near(_const_value(_other(h, x)), 0.5):  # (x * 0.5) * (1 + erf)
+            final = m1
+        if final is not None:
+            replace[id(final)] = Node("gelu", [x], list(final.outputs), {}, final.name)
+    if replace:
+        g.nodes = [replace.get(id(n), n) for n in g.nodes]
+        dead_code_elimination(g)
+
+
 # From the catalogue: the operators that take a fused activation, and how each activation operator reads as one.
 _FUSABLE = tuple(op.name for op in CATALOGUE.values() if op.fuses)
 
@@ -165,6 +234,7 @@ def dead_code_elimination(g: Graph) -> None:
 PASSES: list[tuple[str, Callable[[Graph], None]]] = [
     ("fold_constants", fold_constants),
     ("remove_identities", remove_identities),
+    ("fuse_patterns", fuse_patterns),
     ("fold_batch_norm", fold_batch_norm),
     ("fuse_activations", fuse_activations),
     ("dead_code_elimination", dead_code_elimination),
