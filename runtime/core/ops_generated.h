@@ -27,6 +27,9 @@ inline constexpr DType dtypes_8c41980022[] = {DType::kInt64, DType::kFloat32};
 inline constexpr const char* const string_choices_49484034b7[] = {"none", "tanh"};
 inline constexpr DType dtypes_98fae34187[] = {DType::kFloat32, DType::kInt64};
 inline constexpr const char* const string_choices_f1496a128f[] = {"constant"};
+inline constexpr const char* const string_choices_9c5243582b[] = {"nearest", "linear", "cubic"};
+inline constexpr const char* const string_choices_30918c8fb4[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
+inline constexpr const char* const string_choices_563d543500[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
 
 // abs: |x|
 inline constexpr DTypeSignature op_abs_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
@@ -309,6 +312,22 @@ inline constexpr AttrSpec op_reshape_attrs[] = {
 };
 inline constexpr DTypeSignature op_reshape_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_reshape = {"reshape", 1, 1, 0x0, 1, op_reshape_attrs, 1, op_reshape_signatures, 1, InPlace::kNone};
+
+// resize: ONNX Resize (opsets 11-19): each output coordinate is mapped to the input by `coordinate_transformation_mode`, then nearest, N-linear or N-cubic interpolation over every dimension
+inline constexpr AttrSpec op_resize_attrs[] = {
+    {"sizes", AttrKind::kInts, true, true, true, 0.0, 16777216.0, 1, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"scales", AttrKind::kFloats, true, true, false, 0.0, 0.0, 1, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"mode", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_9c5243582b, 3, nullptr, 0, true, 0.0, "nearest", nullptr, 0},
+    {"coordinate_transformation_mode", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_30918c8fb4, 7, nullptr, 0, true, 0.0, "half_pixel", nullptr, 0},
+    {"roi", AttrKind::kFloats, false, false, false, 0.0, 0.0, 0, 16, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"extrapolation_value", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
+    {"nearest_mode", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_563d543500, 4, nullptr, 0, true, 0.0, "round_prefer_floor", nullptr, 0},
+    {"cubic_coeff_a", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, -0.75, nullptr, nullptr, 0},
+    {"exclude_outside", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
+    {"antialias", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
+};
+inline constexpr DTypeSignature op_resize_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
+inline constexpr OpSchema op_resize = {"resize", 1, 1, 0x0, 1, op_resize_attrs, 10, op_resize_signatures, 1, InPlace::kNone};
 
 // rsqrt: 1 / sqrt(x)
 inline constexpr DTypeSignature op_rsqrt_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
