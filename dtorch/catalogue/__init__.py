@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from ._schema import (
@@ -33,7 +33,7 @@ from ._schema import (
 )
 
 __all__ = ["ACTIVATION_ATTRS", "ATTR_TYPES", "CATALOGUE", "DTYPES", "FUSED_ACTIVATIONS", "OPSET", "REQUIRED", "Attr",
-           "OpDef", "Operand", "Signature", "attr_errors", "check_node"]
+           "OpDef", "Operand", "Signature", "attr_errors", "check_node", "signature_for"]
 
 #: The opset the catalogue describes (the .dtm `Model.opset` dtorch writes).
 OPSET = 13
@@ -118,14 +118,36 @@ def check_node(op_name: str, attrs: Mapping[str, Any], types: Mapping[str, str],
     if errs:
         return errs
     key = next((d for d in input_dtypes if d is not None), None)
-    sig = next((s for s in op.signatures if s.key == key), None)
-    if sig is None:
+    cands = [s for s in op.signatures if s.key == key]
+    if not cands:
         return [f"{op.name} has no kernel for {key} inputs (it takes "
-                f"{', '.join(s.key for s in op.signatures)})"]
-    for i, d in enumerate(input_dtypes):
-        if d is not None and d != sig.input_dtype(i):
-            errs.append(f"input {i} ({op.input_slot(i).name}) is {d}, but {op.name} takes {sig.input_dtype(i)}")
-    for k, d in enumerate(output_dtypes):
-        if k < len(sig.outputs) and d != sig.outputs[k]:
-            errs.append(f"output {k} is declared {d}, but {op.name}'s kernel writes {sig.outputs[k]}")
-    return errs
+                f"{', '.join(dict.fromkeys(s.key for s in op.signatures))})"]
+    if op.dtype_attr is not None and output_dtypes and output_dtypes[0] != attrs[op.dtype_attr]:
+        want = attrs[op.dtype_attr]
+        return [f"output 0 is declared {output_dtypes[0]}, but {op.name} with {op.dtype_attr}=\"{want}\" writes {want}"]
+    if any(s.accepts(input_dtypes) and tuple(output_dtypes) == s.outputs for s in cands):
+        return []
+    others = f" ({op.name}'s {key} signatures: {'; '.join(map(str, cands))})" if len(cands) > 1 else ""
+    fits = [s for s in cands if s.accepts(input_dtypes)]
+    if not fits:  # the candidate that matches the most inputs, and its first mismatch
+        sig = max(cands, key=lambda s: sum(d == s.input_dtype(i) for i, d in enumerate(input_dtypes)))
+        i, d = next((i, d) for i, d in enumerate(input_dtypes) if d is not None and d != sig.input_dtype(i))
+        return [f"input {i} ({op.input_slot(i).name}) is {d}, but {op.name} takes {sig.input_dtype(i)}{others}"]
+    if op.dtype_attr is not None:  # declared as `to` says, but no such signature (a cast to the input's own dtype)
+        return [f"({', '.join(d for d in input_dtypes if d is not None)}) -> {', '.join(output_dtypes)} is not a "
+                f"signature of {op.name}{others}"]
+    sig = fits[0]
+    k, d = next((k, d) for k, d in enumerate(output_dtypes) if d != sig.outputs[k])
+    return [f"output {k} is declared {d}, but {op.name}'s kernel writes {sig.outputs[k]}"]
+
+
+def signature_for(op: OpDef | str, input_dtypes: Sequence[str | None],
+                  attrs: Mapping[str, Any] | None = None) -> Signature | None:
+    """The signature a node of `op` with these input dtypes (None: an absent optional input) runs: the first whose
+    inputs match, and for an operator whose output dtype is an attribute (`OpDef.dtype_attr`: cast's `to`), whose
+    output 0 is that attribute's value in `attrs`. Its `outputs` are the dtypes the node's outputs must be declared
+    with. None when no signature fits."""
+    entry = CATALOGUE[op] if isinstance(op, str) else op
+    want = None if entry.dtype_attr is None else (attrs or {}).get(entry.dtype_attr)
+    return next((s for s in entry.signatures
+                 if s.accepts(input_dtypes) and (entry.dtype_attr is None or s.outputs[0] == want)), None)

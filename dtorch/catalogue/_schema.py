@@ -8,11 +8,12 @@ that lower to it. Entries are plain frozen data: no behaviour lives here.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Literal
 
-__all__ = ["ACTIVATION_ATTRS", "ATTR_TYPES", "DTYPES", "F32", "FUSED_ACTIVATIONS", "I64", "MAX_ATTR_VALUE", "MAX_DIMS",
-           "REQUIRED", "Attr", "OpDef", "Operand", "Signature", "flag"]
+__all__ = ["ACTIVATION_ATTRS", "ATTR_TYPES", "BOOL", "DTYPES", "F32", "FUSED_ACTIVATIONS", "I32", "I64", "MAX_ATTR_VALUE",
+           "MAX_DIMS", "MOVABLE_DTYPES", "REQUIRED", "Attr", "OpDef", "Operand", "Signature", "flag"]
 
 #: The .dtm attribute types (runtime/schema/dtm.fbs `AttrType`, same order).
 ATTR_TYPES = ("int", "float", "ints", "floats", "string")
@@ -89,7 +90,8 @@ class Operand:
 @dataclass(frozen=True)
 class Signature:
     """One dtype combination a kernel implements: the dtype of each input slot (a variadic slot's dtype repeats)
-    and of each output. The first input's dtype is the kernel registry key."""
+    and of each output. The first input's dtype is the kernel registry key. Several signatures may share a key (one
+    kernel serves them all, e.g. where's, keyed by its bool condition): a node must match one of them in full."""
 
     inputs: tuple[str, ...]
     outputs: tuple[str, ...]
@@ -107,9 +109,21 @@ class Signature:
         """The dtype of input slot i (a variadic last slot repeats; core/op_schema.h signature_input)."""
         return self.inputs[min(i, len(self.inputs) - 1)]
 
+    def accepts(self, input_dtypes: Sequence[str | None]) -> bool:
+        """Whether every present input (None: an absent optional input) has this signature's dtype."""
+        return all(d is None or d == self.input_dtype(i) for i, d in enumerate(input_dtypes))
+
+    def __str__(self) -> str:
+        return f"({', '.join(self.inputs)}) -> {', '.join(self.outputs)}"
+
 
 F32 = "float32"
 I64 = "int64"
+I32 = "int32"
+BOOL = "bool"
+#: The dtypes of the data-movement kernels that only copy elements (reshape, concat, slice, ...): any of these costs
+#: one kernel that moves 1-, 4- or 8-byte elements.
+MOVABLE_DTYPES = (F32, I64, I32, BOOL)
 
 
 @dataclass(frozen=True)
@@ -122,6 +136,8 @@ class OpDef:
     fused_as, fused_attrs: for an activation operator that fuses into others, its `activation` value and the
     attributes it carries over as (this op's name, the fused attribute's name); None when it does not fuse.
     eager: the eager primitives (dtorch autograd Function names) that lower to this operator.
+    dtype_attr: the string attribute that names output 0's dtype (cast's `to`); a node's output 0 must be declared
+    with that dtype, and among the signatures its inputs match, the one writing it is the node's.
     """
 
     name: str
@@ -138,6 +154,7 @@ class OpDef:
     family: str = ""
     fused_as: str | None = None
     fused_attrs: tuple[tuple[str, str], ...] = ()
+    dtype_attr: str | None = None
 
     @property
     def min_inputs(self) -> int:

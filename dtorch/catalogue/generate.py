@@ -100,9 +100,10 @@ def _schema(op: OpDef, pool: _Pool) -> list[str]:
         outs = pool.array("DType", tuple(f"DType::{_DT[d]}" for d in s.outputs), "dtypes")
         sigs.append(f"{{{ins}, {len(s.inputs)}, {outs}, {len(s.outputs)}}}")
     out.append(f"inline constexpr DTypeSignature {v}_signatures[] = {{{', '.join(sigs)}}};")
+    dtype_attr = "nullptr" if op.dtype_attr is None else _cstr(op.dtype_attr)
     out.append(f"inline constexpr OpSchema {v} = {{{_cstr(op.name)}, {op.min_inputs}, {op.max_inputs}, "
                f"0x{op.optional_mask:x}, {len(op.outputs)}, {attrs}, {len(op.attrs)}, {v}_signatures, "
-               f"{len(op.signatures)}, InPlace::{_INPLACE[op.inplace]}}};")
+               f"{len(op.signatures)}, InPlace::{_INPLACE[op.inplace]}, {dtype_attr}}};")
     return out
 
 
@@ -174,7 +175,9 @@ def render_ops_md() -> str:
         "the runtime. Inputs are listed in order; `?` marks an optional input (-1 in the file), `...` a variadic",
         "one. Attribute types: i = int, f = float, is = ints, fs = floats, s = string; a model file whose node",
         "carries an attribute not listed, of another type, or outside its legal values is refused at load, and",
-        "so is a node whose input or output dtypes match none of its signatures. The eager semantics",
+        "so is a node whose input or output dtypes match none of its signatures. Several signatures may share",
+        "their first input's dtype (the kernel registry key: one kernel serves them); a node matches one in full.",
+        "cast's output dtype is its `to` attribute: output 0 must be declared with it. The eager semantics",
         "(PyTorch's) are the specification; kernels are checked against eager mode.",
         "",
         "Fused activation (`activation`): " + ", ".join(f'"{a}"' for a in ("none", *FUSED_ACTIVATIONS)) +

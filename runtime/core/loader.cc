@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "core/model.h"
 #include "core/op_schema.h"
@@ -161,30 +162,34 @@ Status check_segment(const dtm::Model* model, int64_t seg, const char* what, uin
   return Status::Ok();
 }
 
-// The node against its operator's schema (the catalogue): attributes, and the dtype of every input and output
-// against the signature of the kernel it was bound to, so a kernel never writes a dtype the plan did not size.
+// The node against its operator's schema (the catalogue): attributes, and the dtypes of its inputs and outputs
+// against the signatures of the kernel it was bound to (those keyed by its first present input's dtype; with a
+// dtype attribute, output 0 as the attribute says), so a kernel never writes a dtype the plan did not size.
 Status check_node_schema(const LoadedModel& m, const NodeInfo& n, int ni) {
   const OpSchema& schema = *n.kernel->schema;
   const Status attrs = check_attrs(schema, n.node);
   if (!attrs.ok()) return invalid("%s: %s", node_label(n, ni).c_str(), attrs.message().c_str());
-  const DTypeSignature* sig = find_signature(schema, n.kernel->dtype);
-  if (sig == nullptr)  // the registry refuses such kernels at start-up
-    return Status(StatusCode::kInternal, "a kernel is registered for a dtype its schema does not list");
+  std::vector<DType> ins(n.inputs.size(), DType::kFloat32), outs(n.outputs.size());
+  uint64_t absent = 0;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
-    if (n.inputs[k] < 0) continue;
-    const DType want = signature_input(*sig, static_cast<int>(k)), got = m.tensors[n.inputs[k]].dtype;
-    if (got != want)
-      return invalid("%s: input %zu (%s) is %s, but %s takes %s there", node_label(n, ni).c_str(), k,
-                     tensor_label(m, n.inputs[k]).c_str(), dtype_name(got), schema.name, dtype_name(want));
+    if (n.inputs[k] < 0)
+      absent |= uint64_t{1} << k;  // the arity check allows absent inputs among the first 64 only
+    else
+      ins[k] = m.tensors[n.inputs[k]].dtype;
   }
-  for (size_t k = 0; k < n.outputs.size(); ++k) {
-    const DType want = sig->outputs[k < static_cast<size_t>(sig->n_outputs) ? k : sig->n_outputs - 1];
-    const DType got = m.tensors[n.outputs[k]].dtype;
-    if (got != want)
-      return invalid("%s: output %zu (%s) is declared %s, but the %s kernel writes %s", node_label(n, ni).c_str(), k,
-                     tensor_label(m, n.outputs[k]).c_str(), dtype_name(got), schema.name, dtype_name(want));
-  }
-  return Status::Ok();
+  for (size_t k = 0; k < n.outputs.size(); ++k) outs[k] = m.tensors[n.outputs[k]].dtype;
+  const NodeDTypes dts{ins.data(), static_cast<int>(ins.size()), absent, outs.data(), static_cast<int>(outs.size()),
+                       schema.dtype_attr != nullptr ? n.attrs.get_string(schema.dtype_attr) : nullptr};
+  DTypeMismatch why;
+  if (match_signature(schema, dts, &why) != nullptr) return Status::Ok();
+  if (why.kind == DTypeMismatch::kNoKey)  // the registry refuses such kernels at start-up
+    return Status(StatusCode::kInternal, "a kernel is registered for a dtype its schema does not list");
+  std::string slot;
+  if (why.kind == DTypeMismatch::kInput)
+    slot = tensor_label(m, n.inputs[why.index]);
+  else if (why.kind != DTypeMismatch::kNoSignature)
+    slot = tensor_label(m, n.outputs[why.index]);
+  return invalid("%s: %s", node_label(n, ni).c_str(), describe_mismatch(schema, dts, why, slot).c_str());
 }
 
 }  // namespace

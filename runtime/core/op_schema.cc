@@ -162,4 +162,156 @@ const DTypeSignature* find_signature(const OpSchema& schema, DType key) {
   return nullptr;
 }
 
+namespace {
+
+bool present(const NodeDTypes& n, int i) { return i >= 64 || ((n.absent >> i) & 1) == 0; }
+
+// How many present inputs have the signature's dtype, and whether all do.
+int inputs_matched(const DTypeSignature& s, const NodeDTypes& n, bool* all) {
+  int k = 0;
+  *all = true;
+  for (int i = 0; i < n.n_inputs; ++i) {
+    if (!present(n, i)) continue;
+    if (n.inputs[i] == signature_input(s, i))
+      ++k;
+    else
+      *all = false;
+  }
+  return k;
+}
+
+DType signature_output(const DTypeSignature& s, int k) { return s.outputs[k < s.n_outputs ? k : s.n_outputs - 1]; }
+
+bool outputs_match(const DTypeSignature& s, const NodeDTypes& n) {
+  for (int k = 0; k < n.n_outputs; ++k)
+    if (n.outputs[k] != signature_output(s, k)) return false;
+  return true;
+}
+
+// Whether output 0 of the signature is the dtype the node's dtype attribute names (true without one).
+bool attr_matches(const OpSchema& schema, const DTypeSignature& s, const NodeDTypes& n) {
+  return schema.dtype_attr == nullptr ||
+         (n.dtype_attr_value != nullptr && std::strcmp(dtype_name(s.outputs[0]), n.dtype_attr_value) == 0);
+}
+
+}  // namespace
+
+const DTypeSignature* match_signature(const OpSchema& schema, const NodeDTypes& n, DTypeMismatch* why) {
+  DTypeMismatch w;
+  int first = -1;
+  for (int i = 0; i < n.n_inputs && first < 0; ++i)
+    if (present(n, i)) first = i;
+  if (first < 0 && (n.outputs == nullptr || n.n_outputs == 0)) {
+    if (why != nullptr) *why = w;
+    return nullptr;
+  }
+  w.key = first >= 0 ? n.inputs[first] : n.outputs[0];
+  w.got = w.key;
+  const DTypeSignature* nearest = nullptr;  // the most inputs matched, when none matches them all
+  const DTypeSignature* fits = nullptr;     // the first whose inputs all match
+  int best = -1;
+  for (int j = 0; j < schema.n_signatures; ++j) {
+    const DTypeSignature& s = schema.signatures[j];
+    if (s.n_inputs == 0 || s.inputs[0] != w.key) continue;
+    bool all = false;
+    const int k = inputs_matched(s, n, &all);
+    if (!all) {
+      if (k > best) best = k, nearest = &s;
+      continue;
+    }
+    if (fits == nullptr) fits = &s;
+    if ((n.outputs == nullptr || outputs_match(s, n)) && attr_matches(schema, s, n)) return &s;
+  }
+  if (why == nullptr) return nullptr;
+  if (fits == nullptr && nearest == nullptr) {
+    *why = w;  // kNoKey
+    return nullptr;
+  }
+  if (schema.dtype_attr != nullptr && n.outputs != nullptr && n.n_outputs > 0 &&
+      (n.dtype_attr_value == nullptr || std::strcmp(dtype_name(n.outputs[0]), n.dtype_attr_value) != 0)) {
+    w.kind = DTypeMismatch::kDTypeAttr;
+    w.got = n.outputs[0];
+  } else if (fits == nullptr) {
+    w.kind = DTypeMismatch::kInput;
+    for (int i = 0; i < n.n_inputs; ++i)
+      if (present(n, i) && n.inputs[i] != signature_input(*nearest, i)) {
+        w.index = i;
+        w.got = n.inputs[i];
+        w.want = signature_input(*nearest, i);
+        break;
+      }
+  } else if (schema.dtype_attr != nullptr) {
+    w.kind = DTypeMismatch::kNoSignature;
+  } else {
+    w.kind = DTypeMismatch::kOutput;
+    for (int k = 0; k < n.n_outputs; ++k)
+      if (n.outputs[k] != signature_output(*fits, k)) {
+        w.index = k;
+        w.got = n.outputs[k];
+        w.want = signature_output(*fits, k);
+        break;
+      }
+  }
+  *why = w;
+  return nullptr;
+}
+
+std::string signature_str(const DTypeSignature& s) {
+  std::string out = "(";
+  for (int i = 0; i < s.n_inputs; ++i) out += format_str(i ? ", %s" : "%s", dtype_name(s.inputs[i]));
+  out += ") -> ";
+  for (int k = 0; k < s.n_outputs; ++k) out += format_str(k ? ", %s" : "%s", dtype_name(s.outputs[k]));
+  return out;
+}
+
+std::string describe_mismatch(const OpSchema& schema, const NodeDTypes& n, const DTypeMismatch& why,
+                              const std::string& slot) {
+  const char* op = schema.name;
+  const std::string at = slot.empty() ? std::string() : " (" + slot + ")";
+  std::string same_key;  // every signature of the key, when there are several
+  int n_key = 0;
+  for (int j = 0; j < schema.n_signatures; ++j) {
+    const DTypeSignature& s = schema.signatures[j];
+    if (s.n_inputs == 0 || s.inputs[0] != why.key) continue;
+    same_key += (n_key++ ? "; " : "") + signature_str(s);
+  }
+  const std::string others =
+      n_key > 1 ? format_str(" (%s's %s signatures: %s)", op, dtype_name(why.key), same_key.c_str()) : std::string();
+  switch (why.kind) {
+    case DTypeMismatch::kNoKey: {
+      std::string keys;
+      for (int j = 0; j < schema.n_signatures; ++j) {
+        const char* k = dtype_name(schema.signatures[j].inputs[0]);
+        bool seen = false;
+        for (int i = 0; i < j && !seen; ++i) seen = schema.signatures[i].inputs[0] == schema.signatures[j].inputs[0];
+        if (!seen) keys += (keys.empty() ? "" : ", ") + std::string(k);
+      }
+      return format_str("%s has no kernel for %s inputs (it takes %s)", op, dtype_name(why.key), keys.c_str());
+    }
+    case DTypeMismatch::kInput:
+      return format_str("input %d%s is %s, but %s takes %s there%s", why.index, at.c_str(), dtype_name(why.got), op,
+                        dtype_name(why.want), others.c_str());
+    case DTypeMismatch::kOutput:
+      return format_str("output %d%s is declared %s, but the %s kernel writes %s", why.index, at.c_str(),
+                        dtype_name(why.got), op, dtype_name(why.want));
+    case DTypeMismatch::kDTypeAttr: {
+      const char* v = n.dtype_attr_value != nullptr ? n.dtype_attr_value : "";
+      return format_str("output 0%s is declared %s, but %s with %s=\"%s\" writes %s", at.c_str(), dtype_name(why.got),
+                        op, schema.dtype_attr, v, v);
+    }
+    case DTypeMismatch::kNoSignature: {
+      std::string ins;
+      for (int i = 0; i < n.n_inputs; ++i)
+        if (present(n, i)) ins += (ins.empty() ? "" : ", ") + std::string(dtype_name(n.inputs[i]));
+      std::string outs;
+      if (n.outputs != nullptr)
+        for (int k = 0; k < n.n_outputs; ++k) outs += (k ? ", " : "") + std::string(dtype_name(n.outputs[k]));
+      else if (n.dtype_attr_value != nullptr)
+        outs = n.dtype_attr_value;
+      return format_str("(%s) -> %s is not a signature of %s%s", ins.c_str(), outs.c_str(), op, others.c_str());
+    }
+  }
+  return format_str("%s: the node's dtypes match none of its signatures", op);
+}
+
 }  // namespace dtorch

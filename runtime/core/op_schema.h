@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <string>
 
 #include "dtorch/status.h"
 #include "dtorch/types.h"
@@ -41,7 +42,9 @@ struct AttrSpec {
   int n_default;
 };
 
-// One dtype combination a kernel implements. A variadic last input slot repeats its dtype.
+// One dtype combination a kernel implements. A variadic last input slot repeats its dtype. The first input's dtype
+// is the registry key; several signatures may share it (one kernel serves them all, e.g. where's, keyed by its bool
+// condition, or cast's, keyed by its input), and a node must match one in full.
 struct DTypeSignature {
   const DType* inputs;
   int n_inputs;
@@ -60,6 +63,8 @@ struct OpSchema {
   const DTypeSignature* signatures;
   int n_signatures;
   InPlace inplace;
+  // The string attribute that names output 0's dtype (cast's "to"), or null: output 0 must be declared with it.
+  const char* dtype_attr;
 };
 
 // The attribute spec of `name` (exactly `len` bytes; a name with an embedded NUL never matches), or null.
@@ -70,10 +75,50 @@ const AttrSpec* find_attr_spec(const OpSchema& schema, const char* name, size_t 
 // and what is allowed (the caller adds which node).
 Status check_attrs(const OpSchema& schema, const void* node);
 
-// The signature whose first input dtype is `key`, or null.
+// The first signature whose first input dtype is `key`, or null.
 const DTypeSignature* find_signature(const OpSchema& schema, DType key);
 
 // The dtype a signature wants in input slot i (a variadic last slot repeats).
 inline DType signature_input(const DTypeSignature& s, int i) { return s.inputs[i < s.n_inputs ? i : s.n_inputs - 1]; }
+
+// The dtypes of one node: its inputs (bit i of `absent` set: input i is absent, its dtype ignored; inputs past 64 are
+// present), its outputs (outputs == null: not known yet, e.g. in a kernel's infer) and, for an operator with a dtype
+// attribute (OpSchema::dtype_attr), that attribute's value (null: not given).
+struct NodeDTypes {
+  const DType* inputs;
+  int n_inputs;
+  uint64_t absent;
+  const DType* outputs;
+  int n_outputs;
+  const char* dtype_attr_value;
+};
+
+// Why a node's dtypes match none of its operator's signatures (match_signature).
+struct DTypeMismatch {
+  enum Kind : uint8_t {
+    kNoKey,       // no signature has the first present input's dtype (got)
+    kInput,       // input `index` is `got`; the nearest signature wants `want`
+    kOutput,      // output `index` is declared `got`; the signature the inputs match writes `want`
+    kDTypeAttr,   // output 0 is declared `got`, but the dtype attribute names another dtype (dtype_attr_value)
+    kNoSignature  // the inputs match, the outputs are as the dtype attribute says, but no signature writes them
+  } kind = kNoKey;
+  int index = 0;
+  DType got = DType::kFloat32, want = DType::kFloat32;
+  DType key = DType::kFloat32;  // the first present input's dtype
+};
+
+// The signature the node matches, or null with *why (when non-null) saying what does not fit: the signature keyed
+// by the first present input's dtype whose every present input, every output (when known) and, with a dtype
+// attribute, output 0 match. A node without present inputs matches nothing.
+const DTypeSignature* match_signature(const OpSchema& schema, const NodeDTypes& node, DTypeMismatch* why);
+
+// A one-line description of a mismatch ("input 1 is int64, but where takes float32 there (where's bool signatures:
+// ...)"); `slot` names the offending input or output more precisely when non-empty (e.g. "tensor 3 ('x')").
+// Allocates: error paths only.
+std::string describe_mismatch(const OpSchema& schema, const NodeDTypes& node, const DTypeMismatch& why,
+                              const std::string& slot);
+
+// "(bool, float32, float32) -> float32" (error paths only).
+std::string signature_str(const DTypeSignature& s);
 
 }  // namespace dtorch

@@ -33,21 +33,21 @@ inline constexpr const char* const string_choices_563d543500[] = {"round_prefer_
 
 // abs: |x|
 inline constexpr DTypeSignature op_abs_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_abs = {"abs", 1, 1, 0x0, 1, nullptr, 0, op_abs_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_abs = {"abs", 1, 1, 0x0, 1, nullptr, 0, op_abs_signatures, 1, InPlace::kAlways, nullptr};
 
 // adaptive_avg_pool2d: mean over windows floor(i*H/oh) .. ceil((i+1)*H/oh)
 inline constexpr AttrSpec op_adaptive_avg_pool2d_attrs[] = {
     {"output_size", AttrKind::kInts, true, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_adaptive_avg_pool2d_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_adaptive_avg_pool2d = {"adaptive_avg_pool2d", 1, 1, 0x0, 1, op_adaptive_avg_pool2d_attrs, 1, op_adaptive_avg_pool2d_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_adaptive_avg_pool2d = {"adaptive_avg_pool2d", 1, 1, 0x0, 1, op_adaptive_avg_pool2d_attrs, 1, op_adaptive_avg_pool2d_signatures, 1, InPlace::kNone, nullptr};
 
 // adaptive_max_pool2d: max over windows floor(i*H/oh) .. ceil((i+1)*H/oh)
 inline constexpr AttrSpec op_adaptive_max_pool2d_attrs[] = {
     {"output_size", AttrKind::kInts, true, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_adaptive_max_pool2d_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_adaptive_max_pool2d = {"adaptive_max_pool2d", 1, 1, 0x0, 1, op_adaptive_max_pool2d_attrs, 1, op_adaptive_max_pool2d_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_adaptive_max_pool2d = {"adaptive_max_pool2d", 1, 1, 0x0, 1, op_adaptive_max_pool2d_attrs, 1, op_adaptive_max_pool2d_signatures, 1, InPlace::kNone, nullptr};
 
 // add: a + b, then the fused activation
 inline constexpr AttrSpec op_add_attrs[] = {
@@ -57,7 +57,7 @@ inline constexpr AttrSpec op_add_attrs[] = {
     {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.01, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_add_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_add = {"add", 2, 2, 0x0, 1, op_add_attrs, 4, op_add_signatures, 1, InPlace::kSameShape};
+inline constexpr OpSchema op_add = {"add", 2, 2, 0x0, 1, op_add_attrs, 4, op_add_signatures, 1, InPlace::kSameShape, nullptr};
 
 // avg_pool2d: mean over each window (PyTorch's AvgPool2d)
 inline constexpr AttrSpec op_avg_pool2d_attrs[] = {
@@ -69,14 +69,14 @@ inline constexpr AttrSpec op_avg_pool2d_attrs[] = {
     {"divisor_override", AttrKind::kInt, false, true, true, 0.0, 16777216.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_avg_pool2d_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_avg_pool2d = {"avg_pool2d", 1, 1, 0x0, 1, op_avg_pool2d_attrs, 6, op_avg_pool2d_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_avg_pool2d = {"avg_pool2d", 1, 1, 0x0, 1, op_avg_pool2d_attrs, 6, op_avg_pool2d_signatures, 1, InPlace::kNone, nullptr};
 
 // batch_norm: (x - mean) / sqrt(var + eps) * w + b per channel (export folds it into a preceding conv2d/linear when it can)
 inline constexpr AttrSpec op_batch_norm_attrs[] = {
     {"eps", AttrKind::kFloat, false, true, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1e-05, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_batch_norm_signatures[] = {{dtypes_b72ddafcb1, 5, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_batch_norm = {"batch_norm", 3, 5, 0x18, 1, op_batch_norm_attrs, 1, op_batch_norm_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_batch_norm = {"batch_norm", 3, 5, 0x18, 1, op_batch_norm_attrs, 1, op_batch_norm_signatures, 1, InPlace::kNone, nullptr};
 
 // clamp: x clamped to [min, max] (each bound only when its has_ flag is 1)
 inline constexpr AttrSpec op_clamp_attrs[] = {
@@ -86,14 +86,14 @@ inline constexpr AttrSpec op_clamp_attrs[] = {
     {"has_max", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_clamp_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_clamp = {"clamp", 1, 1, 0x0, 1, op_clamp_attrs, 4, op_clamp_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_clamp = {"clamp", 1, 1, 0x0, 1, op_clamp_attrs, 4, op_clamp_signatures, 1, InPlace::kAlways, nullptr};
 
 // concat: concatenation along `axis`
 inline constexpr AttrSpec op_concat_attrs[] = {
     {"axis", AttrKind::kInt, false, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_concat_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_concat = {"concat", 1, -1, 0x0, 1, op_concat_attrs, 1, op_concat_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_concat = {"concat", 1, -1, 0x0, 1, op_concat_attrs, 1, op_concat_signatures, 1, InPlace::kNone, nullptr};
 
 // conv2d: 2-D convolution (cross-correlation), groups and dilation, then the fused activation
 inline constexpr AttrSpec op_conv2d_attrs[] = {
@@ -107,7 +107,7 @@ inline constexpr AttrSpec op_conv2d_attrs[] = {
     {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.01, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_conv2d_signatures[] = {{dtypes_3c4bd49986, 3, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_conv2d = {"conv2d", 2, 3, 0x4, 1, op_conv2d_attrs, 8, op_conv2d_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_conv2d = {"conv2d", 2, 3, 0x4, 1, op_conv2d_attrs, 8, op_conv2d_signatures, 1, InPlace::kNone, nullptr};
 
 // conv_transpose2d: 2-D transposed convolution, then the fused activation
 inline constexpr AttrSpec op_conv_transpose2d_attrs[] = {
@@ -122,51 +122,51 @@ inline constexpr AttrSpec op_conv_transpose2d_attrs[] = {
     {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.01, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_conv_transpose2d_signatures[] = {{dtypes_3c4bd49986, 3, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_conv_transpose2d = {"conv_transpose2d", 2, 3, 0x4, 1, op_conv_transpose2d_attrs, 9, op_conv_transpose2d_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_conv_transpose2d = {"conv_transpose2d", 2, 3, 0x4, 1, op_conv_transpose2d_attrs, 9, op_conv_transpose2d_signatures, 1, InPlace::kNone, nullptr};
 
 // cos: cosine
 inline constexpr DTypeSignature op_cos_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_cos = {"cos", 1, 1, 0x0, 1, nullptr, 0, op_cos_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_cos = {"cos", 1, 1, 0x0, 1, nullptr, 0, op_cos_signatures, 1, InPlace::kAlways, nullptr};
 
 // div: a / b
 inline constexpr DTypeSignature op_div_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_div = {"div", 2, 2, 0x0, 1, nullptr, 0, op_div_signatures, 1, InPlace::kSameShape};
+inline constexpr OpSchema op_div = {"div", 2, 2, 0x0, 1, nullptr, 0, op_div_signatures, 1, InPlace::kSameShape, nullptr};
 
 // elu: x if x > 0 else alpha * (exp(x) - 1)
 inline constexpr AttrSpec op_elu_attrs[] = {
     {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_elu_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_elu = {"elu", 1, 1, 0x0, 1, op_elu_attrs, 1, op_elu_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_elu = {"elu", 1, 1, 0x0, 1, op_elu_attrs, 1, op_elu_signatures, 1, InPlace::kAlways, nullptr};
 
 // embedding: rows of `weight` picked by integer indices
 inline constexpr AttrSpec op_embedding_attrs[] = {
     {"padding_idx", AttrKind::kInt, false, true, false, -1.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, -1.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_embedding_signatures[] = {{dtypes_8c41980022, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_embedding = {"embedding", 2, 2, 0x0, 1, op_embedding_attrs, 1, op_embedding_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_embedding = {"embedding", 2, 2, 0x0, 1, op_embedding_attrs, 1, op_embedding_signatures, 1, InPlace::kNone, nullptr};
 
 // erf: the error function
 inline constexpr DTypeSignature op_erf_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_erf = {"erf", 1, 1, 0x0, 1, nullptr, 0, op_erf_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_erf = {"erf", 1, 1, 0x0, 1, nullptr, 0, op_erf_signatures, 1, InPlace::kAlways, nullptr};
 
 // exp: e^x
 inline constexpr DTypeSignature op_exp_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_exp = {"exp", 1, 1, 0x0, 1, nullptr, 0, op_exp_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_exp = {"exp", 1, 1, 0x0, 1, nullptr, 0, op_exp_signatures, 1, InPlace::kAlways, nullptr};
 
 // expand: broadcast to `shape`
 inline constexpr AttrSpec op_expand_attrs[] = {
     {"shape", AttrKind::kInts, true, true, false, 0.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_expand_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_expand = {"expand", 1, 1, 0x0, 1, op_expand_attrs, 1, op_expand_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_expand = {"expand", 1, 1, 0x0, 1, op_expand_attrs, 1, op_expand_signatures, 1, InPlace::kNone, nullptr};
 
 // gelu: x * Phi(x): erf form, or the tanh approximation
 inline constexpr AttrSpec op_gelu_attrs[] = {
     {"approximate", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_49484034b7, 2, nullptr, 0, true, 0.0, "none", nullptr, 0},
 };
 inline constexpr DTypeSignature op_gelu_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_gelu = {"gelu", 1, 1, 0x0, 1, op_gelu_attrs, 1, op_gelu_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_gelu = {"gelu", 1, 1, 0x0, 1, op_gelu_attrs, 1, op_gelu_signatures, 1, InPlace::kAlways, nullptr};
 
 // group_norm: normalize each of `groups` channel groups, then * w + b per channel
 inline constexpr AttrSpec op_group_norm_attrs[] = {
@@ -174,15 +174,15 @@ inline constexpr AttrSpec op_group_norm_attrs[] = {
     {"eps", AttrKind::kFloat, false, true, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1e-05, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_group_norm_signatures[] = {{dtypes_3c4bd49986, 3, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_group_norm = {"group_norm", 1, 3, 0x6, 1, op_group_norm_attrs, 2, op_group_norm_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_group_norm = {"group_norm", 1, 3, 0x6, 1, op_group_norm_attrs, 2, op_group_norm_signatures, 1, InPlace::kNone, nullptr};
 
 // hardsigmoid: hardtanh(x + 3, 0, 6) / 6
 inline constexpr DTypeSignature op_hardsigmoid_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_hardsigmoid = {"hardsigmoid", 1, 1, 0x0, 1, nullptr, 0, op_hardsigmoid_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_hardsigmoid = {"hardsigmoid", 1, 1, 0x0, 1, nullptr, 0, op_hardsigmoid_signatures, 1, InPlace::kAlways, nullptr};
 
 // hardswish: x * hardtanh(x + 3, 0, 6) / 6
 inline constexpr DTypeSignature op_hardswish_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_hardswish = {"hardswish", 1, 1, 0x0, 1, nullptr, 0, op_hardswish_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_hardswish = {"hardswish", 1, 1, 0x0, 1, nullptr, 0, op_hardswish_signatures, 1, InPlace::kAlways, nullptr};
 
 // hardtanh: clamp(x, min_val, max_val) (relu6 = hardtanh 0..6)
 inline constexpr AttrSpec op_hardtanh_attrs[] = {
@@ -190,14 +190,14 @@ inline constexpr AttrSpec op_hardtanh_attrs[] = {
     {"max_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_hardtanh_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_hardtanh = {"hardtanh", 1, 1, 0x0, 1, op_hardtanh_attrs, 2, op_hardtanh_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_hardtanh = {"hardtanh", 1, 1, 0x0, 1, op_hardtanh_attrs, 2, op_hardtanh_signatures, 1, InPlace::kAlways, nullptr};
 
 // index_select: the entries `indices` (1-D) of x along `axis` (torch.index_select; not torch.gather)
 inline constexpr AttrSpec op_index_select_attrs[] = {
     {"axis", AttrKind::kInt, false, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_index_select_signatures[] = {{dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_index_select = {"index_select", 2, 2, 0x0, 1, op_index_select_attrs, 1, op_index_select_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_index_select = {"index_select", 2, 2, 0x0, 1, op_index_select_attrs, 1, op_index_select_signatures, 1, InPlace::kNone, nullptr};
 
 // layer_norm: normalize over the last normalized_ndim dimensions, then * w + b
 inline constexpr AttrSpec op_layer_norm_attrs[] = {
@@ -205,14 +205,14 @@ inline constexpr AttrSpec op_layer_norm_attrs[] = {
     {"eps", AttrKind::kFloat, false, true, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1e-05, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_layer_norm_signatures[] = {{dtypes_3c4bd49986, 3, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_layer_norm = {"layer_norm", 1, 3, 0x6, 1, op_layer_norm_attrs, 2, op_layer_norm_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_layer_norm = {"layer_norm", 1, 3, 0x6, 1, op_layer_norm_attrs, 2, op_layer_norm_signatures, 1, InPlace::kNone, nullptr};
 
 // leaky_relu: x if x > 0 else alpha * x
 inline constexpr AttrSpec op_leaky_relu_attrs[] = {
     {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.01, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_leaky_relu_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_leaky_relu = {"leaky_relu", 1, 1, 0x0, 1, op_leaky_relu_attrs, 1, op_leaky_relu_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_leaky_relu = {"leaky_relu", 1, 1, 0x0, 1, op_leaky_relu_attrs, 1, op_leaky_relu_signatures, 1, InPlace::kAlways, nullptr};
 
 // linear: x @ w.T + b, then the fused activation
 inline constexpr AttrSpec op_linear_attrs[] = {
@@ -222,22 +222,22 @@ inline constexpr AttrSpec op_linear_attrs[] = {
     {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.01, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_linear_signatures[] = {{dtypes_3c4bd49986, 3, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_linear = {"linear", 2, 3, 0x4, 1, op_linear_attrs, 4, op_linear_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_linear = {"linear", 2, 3, 0x4, 1, op_linear_attrs, 4, op_linear_signatures, 1, InPlace::kNone, nullptr};
 
 // log: natural logarithm
 inline constexpr DTypeSignature op_log_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_log = {"log", 1, 1, 0x0, 1, nullptr, 0, op_log_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_log = {"log", 1, 1, 0x0, 1, nullptr, 0, op_log_signatures, 1, InPlace::kAlways, nullptr};
 
 // log_softmax: log of softmax along `dim`
 inline constexpr AttrSpec op_log_softmax_attrs[] = {
     {"dim", AttrKind::kInt, false, true, true, -8.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, true, -1.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_log_softmax_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_log_softmax = {"log_softmax", 1, 1, 0x0, 1, op_log_softmax_attrs, 1, op_log_softmax_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_log_softmax = {"log_softmax", 1, 1, 0x0, 1, op_log_softmax_attrs, 1, op_log_softmax_signatures, 1, InPlace::kNone, nullptr};
 
 // matmul: torch.matmul (1-D promotion, batch broadcasting)
 inline constexpr DTypeSignature op_matmul_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_matmul = {"matmul", 2, 2, 0x0, 1, nullptr, 0, op_matmul_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_matmul = {"matmul", 2, 2, 0x0, 1, nullptr, 0, op_matmul_signatures, 1, InPlace::kNone, nullptr};
 
 // max_pool2d: max over each window (PyTorch's MaxPool2d)
 inline constexpr AttrSpec op_max_pool2d_attrs[] = {
@@ -248,11 +248,11 @@ inline constexpr AttrSpec op_max_pool2d_attrs[] = {
     {"ceil_mode", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_max_pool2d_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_max_pool2d = {"max_pool2d", 1, 1, 0x0, 1, op_max_pool2d_attrs, 5, op_max_pool2d_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_max_pool2d = {"max_pool2d", 1, 1, 0x0, 1, op_max_pool2d_attrs, 5, op_max_pool2d_signatures, 1, InPlace::kNone, nullptr};
 
 // maximum: elementwise max (NaN propagates)
 inline constexpr DTypeSignature op_maximum_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_maximum = {"maximum", 2, 2, 0x0, 1, nullptr, 0, op_maximum_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_maximum = {"maximum", 2, 2, 0x0, 1, nullptr, 0, op_maximum_signatures, 1, InPlace::kNone, nullptr};
 
 // mean: mean over `axes`
 inline constexpr AttrSpec op_mean_attrs[] = {
@@ -260,19 +260,19 @@ inline constexpr AttrSpec op_mean_attrs[] = {
     {"keepdim", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_mean_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_mean = {"mean", 1, 1, 0x0, 1, op_mean_attrs, 2, op_mean_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_mean = {"mean", 1, 1, 0x0, 1, op_mean_attrs, 2, op_mean_signatures, 1, InPlace::kNone, nullptr};
 
 // minimum: elementwise min (NaN propagates)
 inline constexpr DTypeSignature op_minimum_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_minimum = {"minimum", 2, 2, 0x0, 1, nullptr, 0, op_minimum_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_minimum = {"minimum", 2, 2, 0x0, 1, nullptr, 0, op_minimum_signatures, 1, InPlace::kNone, nullptr};
 
 // mul: a * b
 inline constexpr DTypeSignature op_mul_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_mul = {"mul", 2, 2, 0x0, 1, nullptr, 0, op_mul_signatures, 1, InPlace::kSameShape};
+inline constexpr OpSchema op_mul = {"mul", 2, 2, 0x0, 1, nullptr, 0, op_mul_signatures, 1, InPlace::kSameShape, nullptr};
 
 // neg: -x
 inline constexpr DTypeSignature op_neg_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_neg = {"neg", 1, 1, 0x0, 1, nullptr, 0, op_neg_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_neg = {"neg", 1, 1, 0x0, 1, nullptr, 0, op_neg_signatures, 1, InPlace::kAlways, nullptr};
 
 // pad: constant padding
 inline constexpr AttrSpec op_pad_attrs[] = {
@@ -281,37 +281,37 @@ inline constexpr AttrSpec op_pad_attrs[] = {
     {"value", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_pad_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_pad = {"pad", 1, 1, 0x0, 1, op_pad_attrs, 3, op_pad_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_pad = {"pad", 1, 1, 0x0, 1, op_pad_attrs, 3, op_pad_signatures, 1, InPlace::kNone, nullptr};
 
 // permute: dimensions reordered
 inline constexpr AttrSpec op_permute_attrs[] = {
     {"perm", AttrKind::kInts, true, true, true, 0.0, 7.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_permute_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_permute = {"permute", 1, 1, 0x0, 1, op_permute_attrs, 1, op_permute_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_permute = {"permute", 1, 1, 0x0, 1, op_permute_attrs, 1, op_permute_signatures, 1, InPlace::kNone, nullptr};
 
 // pow: a ** b
 inline constexpr DTypeSignature op_pow_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_pow = {"pow", 2, 2, 0x0, 1, nullptr, 0, op_pow_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_pow = {"pow", 2, 2, 0x0, 1, nullptr, 0, op_pow_signatures, 1, InPlace::kNone, nullptr};
 
 // prelu: x if x > 0 else w[c] * x, c the channel (dim 1); one slope for every channel when w has one element
 inline constexpr DTypeSignature op_prelu_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_prelu = {"prelu", 2, 2, 0x0, 1, nullptr, 0, op_prelu_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_prelu = {"prelu", 2, 2, 0x0, 1, nullptr, 0, op_prelu_signatures, 1, InPlace::kAlways, nullptr};
 
 // reciprocal: 1 / x
 inline constexpr DTypeSignature op_reciprocal_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_reciprocal = {"reciprocal", 1, 1, 0x0, 1, nullptr, 0, op_reciprocal_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_reciprocal = {"reciprocal", 1, 1, 0x0, 1, nullptr, 0, op_reciprocal_signatures, 1, InPlace::kAlways, nullptr};
 
 // relu: max(x, 0)
 inline constexpr DTypeSignature op_relu_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_relu = {"relu", 1, 1, 0x0, 1, nullptr, 0, op_relu_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_relu = {"relu", 1, 1, 0x0, 1, nullptr, 0, op_relu_signatures, 1, InPlace::kAlways, nullptr};
 
 // reshape: the same elements in a new shape
 inline constexpr AttrSpec op_reshape_attrs[] = {
     {"shape", AttrKind::kInts, true, true, false, -1.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_reshape_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_reshape = {"reshape", 1, 1, 0x0, 1, op_reshape_attrs, 1, op_reshape_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_reshape = {"reshape", 1, 1, 0x0, 1, op_reshape_attrs, 1, op_reshape_signatures, 1, InPlace::kNone, nullptr};
 
 // resize: ONNX Resize (opsets 11-19): each output coordinate is mapped to the input by `coordinate_transformation_mode`, then nearest, N-linear or N-cubic interpolation over every dimension
 inline constexpr AttrSpec op_resize_attrs[] = {
@@ -327,23 +327,23 @@ inline constexpr AttrSpec op_resize_attrs[] = {
     {"antialias", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_resize_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_resize = {"resize", 1, 1, 0x0, 1, op_resize_attrs, 10, op_resize_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_resize = {"resize", 1, 1, 0x0, 1, op_resize_attrs, 10, op_resize_signatures, 1, InPlace::kNone, nullptr};
 
 // rsqrt: 1 / sqrt(x)
 inline constexpr DTypeSignature op_rsqrt_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_rsqrt = {"rsqrt", 1, 1, 0x0, 1, nullptr, 0, op_rsqrt_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_rsqrt = {"rsqrt", 1, 1, 0x0, 1, nullptr, 0, op_rsqrt_signatures, 1, InPlace::kAlways, nullptr};
 
 // sigmoid: 1 / (1 + exp(-x))
 inline constexpr DTypeSignature op_sigmoid_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_sigmoid = {"sigmoid", 1, 1, 0x0, 1, nullptr, 0, op_sigmoid_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_sigmoid = {"sigmoid", 1, 1, 0x0, 1, nullptr, 0, op_sigmoid_signatures, 1, InPlace::kAlways, nullptr};
 
 // silu: x * sigmoid(x)
 inline constexpr DTypeSignature op_silu_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_silu = {"silu", 1, 1, 0x0, 1, nullptr, 0, op_silu_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_silu = {"silu", 1, 1, 0x0, 1, nullptr, 0, op_silu_signatures, 1, InPlace::kAlways, nullptr};
 
 // sin: sine
 inline constexpr DTypeSignature op_sin_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_sin = {"sin", 1, 1, 0x0, 1, nullptr, 0, op_sin_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_sin = {"sin", 1, 1, 0x0, 1, nullptr, 0, op_sin_signatures, 1, InPlace::kAlways, nullptr};
 
 // slice: x[starts:ends:steps] along `axes` (Python clamping of starts/ends)
 inline constexpr AttrSpec op_slice_attrs[] = {
@@ -353,14 +353,14 @@ inline constexpr AttrSpec op_slice_attrs[] = {
     {"steps", AttrKind::kInts, false, true, false, 1.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_slice_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_slice = {"slice", 1, 1, 0x0, 1, op_slice_attrs, 4, op_slice_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_slice = {"slice", 1, 1, 0x0, 1, op_slice_attrs, 4, op_slice_signatures, 1, InPlace::kNone, nullptr};
 
 // softmax: exp(x - max) / sum along `dim`
 inline constexpr AttrSpec op_softmax_attrs[] = {
     {"dim", AttrKind::kInt, false, true, true, -8.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, true, -1.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_softmax_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_softmax = {"softmax", 1, 1, 0x0, 1, op_softmax_attrs, 1, op_softmax_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_softmax = {"softmax", 1, 1, 0x0, 1, op_softmax_attrs, 1, op_softmax_signatures, 1, InPlace::kNone, nullptr};
 
 // softplus: log(1 + exp(beta x)) / beta, or x where beta x > threshold
 inline constexpr AttrSpec op_softplus_attrs[] = {
@@ -368,15 +368,15 @@ inline constexpr AttrSpec op_softplus_attrs[] = {
     {"threshold", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 20.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_softplus_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_softplus = {"softplus", 1, 1, 0x0, 1, op_softplus_attrs, 2, op_softplus_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_softplus = {"softplus", 1, 1, 0x0, 1, op_softplus_attrs, 2, op_softplus_signatures, 1, InPlace::kAlways, nullptr};
 
 // sqrt: square root
 inline constexpr DTypeSignature op_sqrt_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_sqrt = {"sqrt", 1, 1, 0x0, 1, nullptr, 0, op_sqrt_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_sqrt = {"sqrt", 1, 1, 0x0, 1, nullptr, 0, op_sqrt_signatures, 1, InPlace::kAlways, nullptr};
 
 // sub: a - b
 inline constexpr DTypeSignature op_sub_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_sub = {"sub", 2, 2, 0x0, 1, nullptr, 0, op_sub_signatures, 1, InPlace::kSameShape};
+inline constexpr OpSchema op_sub = {"sub", 2, 2, 0x0, 1, nullptr, 0, op_sub_signatures, 1, InPlace::kSameShape, nullptr};
 
 // sum: sum over `axes`
 inline constexpr AttrSpec op_sum_attrs[] = {
@@ -384,11 +384,11 @@ inline constexpr AttrSpec op_sum_attrs[] = {
     {"keepdim", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_sum_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_sum = {"sum", 1, 1, 0x0, 1, op_sum_attrs, 2, op_sum_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_sum = {"sum", 1, 1, 0x0, 1, op_sum_attrs, 2, op_sum_signatures, 1, InPlace::kNone, nullptr};
 
 // tanh: tanh(x)
 inline constexpr DTypeSignature op_tanh_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_tanh = {"tanh", 1, 1, 0x0, 1, nullptr, 0, op_tanh_signatures, 1, InPlace::kAlways};
+inline constexpr OpSchema op_tanh = {"tanh", 1, 1, 0x0, 1, nullptr, 0, op_tanh_signatures, 1, InPlace::kAlways, nullptr};
 
 // upsample_bilinear2d: F.interpolate(mode="bilinear") to `size`, or by `scales`
 inline constexpr AttrSpec op_upsample_bilinear2d_attrs[] = {
@@ -397,7 +397,7 @@ inline constexpr AttrSpec op_upsample_bilinear2d_attrs[] = {
     {"align_corners", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_upsample_bilinear2d_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_upsample_bilinear2d = {"upsample_bilinear2d", 1, 1, 0x0, 1, op_upsample_bilinear2d_attrs, 3, op_upsample_bilinear2d_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_upsample_bilinear2d = {"upsample_bilinear2d", 1, 1, 0x0, 1, op_upsample_bilinear2d_attrs, 3, op_upsample_bilinear2d_signatures, 1, InPlace::kNone, nullptr};
 
 // upsample_nearest2d: F.interpolate(mode="nearest") to `size`, or by `scales`
 inline constexpr AttrSpec op_upsample_nearest2d_attrs[] = {
@@ -405,7 +405,7 @@ inline constexpr AttrSpec op_upsample_nearest2d_attrs[] = {
     {"scales", AttrKind::kFloats, false, true, false, 0.0, 0.0, 2, 2, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_upsample_nearest2d_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_upsample_nearest2d = {"upsample_nearest2d", 1, 1, 0x0, 1, op_upsample_nearest2d_attrs, 2, op_upsample_nearest2d_signatures, 1, InPlace::kNone};
+inline constexpr OpSchema op_upsample_nearest2d = {"upsample_nearest2d", 1, 1, 0x0, 1, op_upsample_nearest2d_attrs, 2, op_upsample_nearest2d_signatures, 1, InPlace::kNone, nullptr};
 
 }  // namespace ops
 }  // namespace dtorch

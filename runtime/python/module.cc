@@ -1,7 +1,8 @@
 // dtorch.runtime._C: the pybind11 binding of the C++ runtime.
 //   run_kernel(op, attrs, inputs, threads=1, output_dtypes=None, num_outputs=1, kernel_set=None, kernels="fast")
 //       -> list[np.ndarray]: runs one kernel on NumPy arrays (the kernel tests use it); kernel_set=None runs the
-//       kernel a session would (the highest priority), "portable"/"x86"/... the one of that kernel set
+//       kernel a session would (the highest priority), "portable"/"x86"/... the one of that kernel set;
+//       output_dtypes=None: those of the signature the inputs select (bool for equal, `to` for cast, ...)
 //   plan_arena(nodes, tensors) -> (tensor offsets, scratch offsets, arena_size): the arena planner
 //   registered_kernels() -> list[(op, dtype)]  (each pair once, whatever the number of kernel sets)
 //   registered_kernel_sets() -> list[(op, dtype, kernel_set, priority)]
@@ -266,7 +267,18 @@ py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list
   const Status arity = check_kernel_arity(*k, static_cast<int>(inputs.size()), absent, num_outputs);
   if (!arity.ok()) throw_status(Status(StatusCode::kInvalidArgument, "run_kernel: " + arity.message()));
 
+  // Default output dtypes: the signature the inputs (and a dtype attribute such as cast's `to`) select, else the
+  // first floating input's dtype, else the first input's.
   std::vector<DType> out_dtypes(num_outputs, in[first_float >= 0 ? first_float : first].dtype);
+  {
+    std::vector<DType> in_dtypes(in.size());
+    for (size_t i = 0; i < in.size(); ++i) in_dtypes[i] = in[i].dtype;
+    const OpSchema& schema = *k->schema;
+    const NodeDTypes dts{in_dtypes.data(), static_cast<int>(in_dtypes.size()), absent, nullptr, 0,
+                         schema.dtype_attr != nullptr ? node_attrs.get_string(schema.dtype_attr) : nullptr};
+    if (const DTypeSignature* sig = match_signature(schema, dts, nullptr))
+      for (int i = 0; i < num_outputs && i < sig->n_outputs; ++i) out_dtypes[i] = sig->outputs[i];
+  }
   if (!output_dtypes.is_none()) {
     auto names = output_dtypes.cast<std::vector<std::string>>();
     if (static_cast<int>(names.size()) != num_outputs)

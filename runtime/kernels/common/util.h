@@ -59,6 +59,44 @@ inline Status check_dtype(const char* op, const char* what, const TensorView& t,
   return Status::Ok();
 }
 
+// The input and output counts against the operator's schema, and the dtypes of the inputs (and of the outputs, when
+// `out` is non-null: run, not infer) against its signatures, as the loader holds every node; for kernels that serve
+// several signatures (where, cast, the data-movement kernels), since run_kernel calls a kernel without the loader.
+// *sig (when given): the matching signature. At most 16 inputs, no absent one.
+inline Status check_signature(const OpSchema& schema, const Attrs& attrs, const TensorView* in, int n_in,
+                              const TensorView* out, int n_out, const DTypeSignature** sig = nullptr) {
+  constexpr int kMax = 16;
+  DTORCH_RETURN_IF_ERROR(check_num_inputs(schema.name, n_in, schema.min_inputs,
+                                          schema.max_inputs < 0 || schema.max_inputs > kMax ? kMax : schema.max_inputs));
+  DTORCH_RETURN_IF_ERROR(check_num_outputs(schema.name, n_out, schema.num_outputs));
+  DType ins[kMax], outs[kMax];
+  for (int i = 0; i < n_in; ++i) ins[i] = in[i].dtype;
+  for (int k = 0; out != nullptr && k < n_out; ++k) outs[k] = out[k].dtype;
+  const NodeDTypes node{ins, n_in, 0, out != nullptr ? outs : nullptr, out != nullptr ? n_out : 0,
+                        schema.dtype_attr != nullptr ? attrs.get_string(schema.dtype_attr) : nullptr};
+  DTypeMismatch why;
+  const DTypeSignature* found = match_signature(schema, node, &why);
+  if (sig != nullptr) *sig = found;
+  if (found == nullptr)
+    return op_error(StatusCode::kInvalidArgument, schema.name, "%s", describe_mismatch(schema, node, why, "").c_str());
+  return Status::Ok();
+}
+
+// Calls f(T{}) with T the C++ element type of `dt` (float32: float, int64: int64_t, int32: int32_t, bool: uint8_t,
+// read as != 0 and written as 0 / 1) and returns its Status; an error naming the op for any other dtype. For kernels
+// that serve several dtypes with one template (where, cast, the data-movement kernels).
+template <typename F>
+inline Status visit_dtype(const char* op, DType dt, F&& f) {
+  switch (dt) {
+    case DType::kFloat32: return f(float{});
+    case DType::kInt64: return f(int64_t{});
+    case DType::kInt32: return f(int32_t{});
+    case DType::kBool: return f(uint8_t{});
+    default: break;
+  }
+  return op_error(StatusCode::kInvalidArgument, op, "has no kernel for %s tensors", dtype_name(dt));
+}
+
 inline Status check_rank(const char* op, const char* what, const TensorView& t, int rank) {
   if (t.shape.ndim != rank)
     return op_error(StatusCode::kInvalidArgument, op, "%s must have %d dimensions, got shape %s", what, rank,
