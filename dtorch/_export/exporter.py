@@ -43,6 +43,10 @@ class ExportResult:
     output_names: list[str] = field(default_factory=list)
 
 
+# The dtypes of the tensors of an exported graph: float32 math, int64 indices, and what comparisons and casts make.
+_TENSOR_DTYPES = ("float32", "int64", "int32", "bool")
+
+
 def _as_inputs(args: Any, what: str = "dt.export") -> list[Tensor]:
     items = list(args) if isinstance(args, (tuple, list)) else [args]
     if not items:
@@ -52,9 +56,9 @@ def _as_inputs(args: Any, what: str = "dt.export") -> list[Tensor]:
             hint = " (wrap NumPy arrays with dt.from_numpy)" if isinstance(a, np.ndarray) else ""
             raise ExportError(f"the example input must be a dtorch.Tensor or a tuple of Tensors, but item {i} is a "
                               f"{type(a).__name__}{hint}")
-        if a._data.dtype not in (np.float32, np.int64):
-            raise ExportError(f"example input {i} has dtype {a.dtype}; exported models take float32 (or int64 index) "
-                              f"inputs: convert it with .float() (and the model with model.float())")
+        if a._data.dtype.name not in _TENSOR_DTYPES:
+            raise ExportError(f"example input {i} has dtype {a.dtype}; exported models take float32 (or int64, int32 "
+                              f"or bool) inputs: convert it with .float() (and the model with model.float())")
     return items
 
 
@@ -186,18 +190,17 @@ def _spec(graph: Graph, in_names: list[str], out_names: list[str], opset: int) -
         dtype = np.dtype(v.dtype)
         if kind == "constant":
             assert data is not None
-            if dtype.kind == "f":
-                dtype = np.dtype(np.float32)
-            elif dtype.kind in "iu":
-                dtype = np.dtype(np.int64)
-            else:
-                raise ExportError(f"constant {name!r} has dtype {dtype.name}; .dtm constants are float32 or int64")
+            if dtype.name not in _TENSOR_DTYPES:  # other floats become float32, other integers int64
+                if dtype.kind not in "fiu":
+                    raise ExportError(f"constant {name!r} has dtype {dtype.name}; .dtm constants are "
+                                      f"{', '.join(_TENSOR_DTYPES)}")
+                dtype = np.dtype(np.float32 if dtype.kind == "f" else np.int64)
             data = np.ascontiguousarray(data, dtype=dtype)
-        elif dtype.name not in ("float32", "int64"):
+        elif dtype.name not in _TENSOR_DTYPES:
             n = producer_of.get(v.uid)
             at = f" produced by '{n.op}' at {where(n.name)}" if n is not None else ""
-            raise ExportError(f"tensor {name!r}{at} has dtype {dtype.name}; the .dtm runtime computes in float32: "
-                              f"call model.float() and pass float32 inputs")
+            raise ExportError(f"tensor {name!r}{at} has dtype {dtype.name}; the .dtm runtime computes in float32 (and "
+                              f"int64, int32, bool): call model.float() and pass float32 inputs")
         assert dtype.name in DTYPE_CODES
         tensors.append(TensorSpec(name, dtype, list(v.dims if v.dims is not None else v.shape), tuple(v.shape), kind,
                                   data))

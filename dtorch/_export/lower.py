@@ -2,9 +2,10 @@
 
 One eager call becomes zero or more nodes: `index` becomes slice (+ index_select for an integer array, + reshape
 for integer or None indices), `stack` becomes reshapes + concat, `copy`/`contiguous`/`dropout` and a cast
-to the same dtype become `identity` (removed by a pass). A call whose inputs are all constants but has no
-OPS.md operator (e.g. a cast of a constant) becomes a placeholder node `eager:<name>` whose output data is
-known; constant folding removes it. Anything else that cannot be expressed raises `ExportError`.
+to the same dtype become `identity` (removed by a pass), a comparison or logical op without an operator of its own
+(ne, le, ge, logical_and/or/xor) becomes equal/less/greater and where. A call whose inputs are all constants but has
+no OPS.md operator becomes a placeholder node `eager:<name>` whose output data is known; constant folding removes
+it. Anything else that cannot be expressed raises `ExportError`.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from ..catalogue import CATALOGUE
+from ..catalogue.compare import CAST_DTYPES
 from .errors import ExportError
 from .graph import Graph, Node, Value, constant
 from .tracer import Call, Literal, Trace, where
@@ -89,7 +91,13 @@ def _eval_simple(op: str, xs: list[Any], attrs: dict[str, Any]) -> np.ndarray | 
         return x.reshape(shape)
     if op == "concat":
         return np.concatenate(xs, axis=attrs["axis"])
+    if op in _NUMPY:
+        return np.asarray(_NUMPY[op](*xs))
     return None
+
+
+# The decomposition nodes of the comparisons, evaluated when their inputs are known.
+_NUMPY: dict[str, Callable[..., Any]] = {"equal": np.equal, "less": np.less, "greater": np.greater, "where": np.where}
 
 
 def _pair(v: Any) -> list[int]:
@@ -123,11 +131,59 @@ def _identity(c: _Ctx) -> None:
 
 def _cast(c: _Ctx) -> None:
     x = c.value(0)
-    if x.dtype == c.call.out.dtype:
+    to = c.call.out.dtype
+    if x.dtype == to:
         _identity(c)
         return
-    raise c.fail(f"a cast from {x.dtype.name} to {c.call.out.dtype.name} of a traced tensor; the .dtm operators "
-                 f"compute in float32 only (use float32 inputs and .float() models)")
+    if x.dtype.name not in CAST_DTYPES or to.name not in CAST_DTYPES:
+        raise c.fail(f"a cast from {x.dtype.name} to {to.name} of a traced tensor; the .dtm cast converts between "
+                     f"{', '.join(CAST_DTYPES)} only")
+    c.emit("cast", [x], {"to": to.name}, out=c.call.out)
+
+
+# dtorch's Compare primitive (its `op` attribute) -> the catalogue's comparison of the same meaning.
+_COMPARISONS = {"eq": "equal", "lt": "less", "gt": "greater"}
+_TRUE, _FALSE = np.array(True), np.array(False)
+
+
+def _compare(c: _Ctx) -> None:
+    """eq / lt / gt are operators; ne, le, ge and the logical (and bitwise) ops of bool tensors are where of them,
+    exactly (a NaN compares false everywhere, so le is lt or eq, not the negation of gt)."""
+    name = c.call.attrs.get("op")
+    given = c.call.attrs.get("dtype")  # the operands' common dtype (a NumPy dtype is falsy: compare with None)
+    dt = np.dtype(given) if given is not None else c.value(0).dtype
+    shape = c.call.out.shape
+    if name in ("bitwise_and", "bitwise_or", "bitwise_xor") and dt == np.bool_:  # a & b of bool tensors: logical
+        name = "logical_" + name[len("bitwise_"):]
+    if name in _COMPARISONS:
+        c.emit(_COMPARISONS[name], [c.operand(0, dt), c.operand(1, dt)], out=c.call.out)
+    elif name in ("ne", "le", "ge"):
+        a, b = c.operand(0, dt), c.operand(1, dt)
+        eq = c.emit("equal", [a, b], shape=shape)
+        if name == "ne":
+            c.emit("where", [eq, constant(_FALSE), constant(_TRUE)], out=c.call.out)
+        else:
+            strict = c.emit("less" if name == "le" else "greater", [a, b], shape=shape)
+            c.emit("where", [strict, constant(_TRUE), eq], out=c.call.out)
+    elif name in ("logical_and", "logical_or", "logical_xor"):
+        if dt != np.bool_:
+            raise c.fail(f"{name} of {dt.name} tensors; compare them first (x != 0) or convert with .bool()")
+        a, b = c.operand(0, dt), c.operand(1, dt)
+        if name == "logical_and":
+            c.emit("where", [a, b, constant(_FALSE)], out=c.call.out)
+        elif name == "logical_or":
+            c.emit("where", [a, constant(_TRUE), b], out=c.call.out)
+        else:
+            not_b = c.emit("where", [b, constant(_FALSE), constant(_TRUE)], shape=tuple(b.shape))
+            c.emit("where", [a, not_b, b], out=c.call.out)
+    else:
+        raise c.fail(f"'{name}' is not in opset 13 (eq, ne, lt, le, gt, ge and, on bool tensors, logical_and / "
+                     f"logical_or / logical_xor and & | ^ are)")
+
+
+def _where(c: _Ctx) -> None:
+    dt = c.call.out.dtype
+    c.emit("where", [c.operand(0, np.dtype(np.bool_)), c.operand(1, dt), c.operand(2, dt)], out=c.call.out)
 
 
 def _act(c: _Ctx) -> None:
@@ -363,7 +419,8 @@ HANDLERS: dict[str, Callable[[_Ctx], None]] = {
     "group_norm": _group_norm, "max_pool2d": _max_pool, "avg_pool2d": _avg_pool, "adaptive_avg_pool2d": _adaptive,
     "adaptive_max_pool2d": _adaptive, "upsample_nearest2d": _upsample, "upsample_bilinear2d": _upsample,
     "cat": _cat, "stack": _stack, "reshape": _reshape, "permute": _permute, "expand": _expand, "mean": _reduce,
-    "sum": _reduce, "pad": _pad, "embedding": _embedding, "index": _index,
+    "sum": _reduce, "pad": _pad, "embedding": _embedding, "index": _index, "compare": _compare,
+    "where": _where,
 }
 
 

@@ -20,16 +20,26 @@ inline constexpr DType dtypes_f4bb0a7db0[] = {DType::kFloat32, DType::kFloat32};
 inline constexpr double defaults_0a3f2c23f6[] = {0.0, 0.0};
 inline constexpr int64_t int_choices_6ac70fdf46[] = {0, 1};
 inline constexpr DType dtypes_b72ddafcb1[] = {DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32};
+inline constexpr const char* const string_choices_80ae18eaed[] = {"float32", "int64", "int32", "bool"};
+inline constexpr DType dtypes_6417adc7fa[] = {DType::kInt64};
+inline constexpr DType dtypes_2c552f0a05[] = {DType::kInt32};
+inline constexpr DType dtypes_78fcd5eaeb[] = {DType::kBool};
 inline constexpr double defaults_5a731f4601[] = {1.0, 1.0};
 inline constexpr double defaults_321047e2f5[] = {0.0, 0.0, 0.0, 0.0};
 inline constexpr DType dtypes_3c4bd49986[] = {DType::kFloat32, DType::kFloat32, DType::kFloat32};
 inline constexpr DType dtypes_8c41980022[] = {DType::kInt64, DType::kFloat32};
+inline constexpr DType dtypes_60ee91f605[] = {DType::kInt64, DType::kInt64};
+inline constexpr DType dtypes_e0c87cbccc[] = {DType::kInt32, DType::kInt32};
 inline constexpr const char* const string_choices_49484034b7[] = {"none", "tanh"};
 inline constexpr DType dtypes_98fae34187[] = {DType::kFloat32, DType::kInt64};
 inline constexpr const char* const string_choices_f1496a128f[] = {"constant"};
 inline constexpr const char* const string_choices_9c5243582b[] = {"nearest", "linear", "cubic"};
 inline constexpr const char* const string_choices_30918c8fb4[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
 inline constexpr const char* const string_choices_563d543500[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
+inline constexpr DType dtypes_b0699bdded[] = {DType::kBool, DType::kFloat32, DType::kFloat32};
+inline constexpr DType dtypes_f22aae3e51[] = {DType::kBool, DType::kInt64, DType::kInt64};
+inline constexpr DType dtypes_d5191d98fc[] = {DType::kBool, DType::kInt32, DType::kInt32};
+inline constexpr DType dtypes_e4d71ae4bd[] = {DType::kBool, DType::kBool, DType::kBool};
 
 // abs: |x|
 inline constexpr DTypeSignature op_abs_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
@@ -77,6 +87,13 @@ inline constexpr AttrSpec op_batch_norm_attrs[] = {
 };
 inline constexpr DTypeSignature op_batch_norm_signatures[] = {{dtypes_b72ddafcb1, 5, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_batch_norm = {"batch_norm", 3, 5, 0x18, 1, op_batch_norm_attrs, 1, op_batch_norm_signatures, 1, InPlace::kNone, nullptr};
+
+// cast: x converted to the dtype `to` (numpy astype, ONNX Cast): float -> integer truncates toward zero and saturates (NaN -> 0, +inf and values above the integer's range -> its max, -inf and values below -> its min); int64 -> int32 keeps the low 32 bits (wraps, as torch and numpy do); integer -> float32 rounds to nearest even; anything -> bool is x != 0 (NaN -> true); bool -> number is 0 / 1
+inline constexpr AttrSpec op_cast_attrs[] = {
+    {"to", AttrKind::kString, true, false, false, 0.0, 0.0, 0, -1, string_choices_80ae18eaed, 4, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+};
+inline constexpr DTypeSignature op_cast_signatures[] = {{dtypes_6417adc7fa, 1, dtypes_86f5a46ec9, 1}, {dtypes_2c552f0a05, 1, dtypes_86f5a46ec9, 1}, {dtypes_78fcd5eaeb, 1, dtypes_86f5a46ec9, 1}, {dtypes_86f5a46ec9, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_6417adc7fa, 1}, {dtypes_78fcd5eaeb, 1, dtypes_6417adc7fa, 1}, {dtypes_86f5a46ec9, 1, dtypes_2c552f0a05, 1}, {dtypes_6417adc7fa, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_2c552f0a05, 1}, {dtypes_86f5a46ec9, 1, dtypes_78fcd5eaeb, 1}, {dtypes_6417adc7fa, 1, dtypes_78fcd5eaeb, 1}, {dtypes_2c552f0a05, 1, dtypes_78fcd5eaeb, 1}};
+inline constexpr OpSchema op_cast = {"cast", 1, 1, 0x0, 1, op_cast_attrs, 1, op_cast_signatures, 12, InPlace::kNone, "to"};
 
 // clamp: x clamped to [min, max] (each bound only when its has_ flag is 1)
 inline constexpr AttrSpec op_clamp_attrs[] = {
@@ -146,6 +163,10 @@ inline constexpr AttrSpec op_embedding_attrs[] = {
 inline constexpr DTypeSignature op_embedding_signatures[] = {{dtypes_8c41980022, 2, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_embedding = {"embedding", 2, 2, 0x0, 1, op_embedding_attrs, 1, op_embedding_signatures, 1, InPlace::kNone, nullptr};
 
+// equal: a == b elementwise (torch.eq; NaN == NaN is false)
+inline constexpr DTypeSignature op_equal_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_78fcd5eaeb, 1}, {dtypes_60ee91f605, 2, dtypes_78fcd5eaeb, 1}, {dtypes_e0c87cbccc, 2, dtypes_78fcd5eaeb, 1}};
+inline constexpr OpSchema op_equal = {"equal", 2, 2, 0x0, 1, nullptr, 0, op_equal_signatures, 3, InPlace::kNone, nullptr};
+
 // erf: the error function
 inline constexpr DTypeSignature op_erf_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_erf = {"erf", 1, 1, 0x0, 1, nullptr, 0, op_erf_signatures, 1, InPlace::kAlways, nullptr};
@@ -167,6 +188,10 @@ inline constexpr AttrSpec op_gelu_attrs[] = {
 };
 inline constexpr DTypeSignature op_gelu_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_gelu = {"gelu", 1, 1, 0x0, 1, op_gelu_attrs, 1, op_gelu_signatures, 1, InPlace::kAlways, nullptr};
+
+// greater: a > b elementwise (torch.gt; false where either is NaN)
+inline constexpr DTypeSignature op_greater_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_78fcd5eaeb, 1}, {dtypes_60ee91f605, 2, dtypes_78fcd5eaeb, 1}, {dtypes_e0c87cbccc, 2, dtypes_78fcd5eaeb, 1}};
+inline constexpr OpSchema op_greater = {"greater", 2, 2, 0x0, 1, nullptr, 0, op_greater_signatures, 3, InPlace::kNone, nullptr};
 
 // group_norm: normalize each of `groups` channel groups, then * w + b per channel
 inline constexpr AttrSpec op_group_norm_attrs[] = {
@@ -213,6 +238,10 @@ inline constexpr AttrSpec op_leaky_relu_attrs[] = {
 };
 inline constexpr DTypeSignature op_leaky_relu_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_leaky_relu = {"leaky_relu", 1, 1, 0x0, 1, op_leaky_relu_attrs, 1, op_leaky_relu_signatures, 1, InPlace::kAlways, nullptr};
+
+// less: a < b elementwise (torch.lt; false where either is NaN)
+inline constexpr DTypeSignature op_less_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_78fcd5eaeb, 1}, {dtypes_60ee91f605, 2, dtypes_78fcd5eaeb, 1}, {dtypes_e0c87cbccc, 2, dtypes_78fcd5eaeb, 1}};
+inline constexpr OpSchema op_less = {"less", 2, 2, 0x0, 1, nullptr, 0, op_less_signatures, 3, InPlace::kNone, nullptr};
 
 // linear: x @ w.T + b, then the fused activation
 inline constexpr AttrSpec op_linear_attrs[] = {
@@ -406,6 +435,10 @@ inline constexpr AttrSpec op_upsample_nearest2d_attrs[] = {
 };
 inline constexpr DTypeSignature op_upsample_nearest2d_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_upsample_nearest2d = {"upsample_nearest2d", 1, 1, 0x0, 1, op_upsample_nearest2d_attrs, 2, op_upsample_nearest2d_signatures, 1, InPlace::kNone, nullptr};
+
+// where: x where cond else y, elementwise (torch.where)
+inline constexpr DTypeSignature op_where_signatures[] = {{dtypes_b0699bdded, 3, dtypes_86f5a46ec9, 1}, {dtypes_f22aae3e51, 3, dtypes_6417adc7fa, 1}, {dtypes_d5191d98fc, 3, dtypes_2c552f0a05, 1}, {dtypes_e4d71ae4bd, 3, dtypes_78fcd5eaeb, 1}};
+inline constexpr OpSchema op_where = {"where", 3, 3, 0x0, 1, nullptr, 0, op_where_signatures, 4, InPlace::kNone, nullptr};
 
 }  // namespace ops
 }  // namespace dtorch

@@ -1,6 +1,6 @@
-// NumPy broadcasting for the binary elementwise kernels (add, sub, mul, div, pow, maximum, minimum):
-// the output shape rule, a plan of per-operand strides with size-1 dimensions dropped and contiguous
-// dimensions merged, and the loop that applies a scalar function over the plan.
+// NumPy broadcasting for the elementwise kernels of several operands (add, sub, mul, div, pow, maximum, minimum; the
+// comparisons and where, of any dtype): the output shape rule, a plan of per-operand strides with size-1 dimensions
+// dropped and contiguous dimensions merged, and the loops that apply a scalar function over the plan.
 //
 // Aliasing: the output may be the same memory as input a (in place) when a has the output's shape; each
 // output element is written after the inputs it depends on are read, so that is safe.
@@ -33,48 +33,42 @@ inline Status broadcast_shape(const char* op, const Shape& a, const Shape& b, Sh
   return Status::Ok();
 }
 
-struct BroadcastPlan {
-  int ndim = 0;                 // after dropping size-1 dims and merging; 0 means one element
+// A broadcast plan of N operands over the output: size-1 dimensions dropped, neighbouring dimensions merged where every
+// operand is contiguous across them, and each operand's element strides (0 where it is broadcast).
+template <int N>
+struct BroadcastPlanN {
+  int ndim = 0;                    // after dropping size-1 dims and merging; 0 means one element
   int64_t dims[kMaxDims] = {};
-  int64_t sa[kMaxDims] = {};    // element strides of a (0 where a is broadcast)
-  int64_t sb[kMaxDims] = {};
-  int64_t rows = 1;             // product of all dims but the last
-  int64_t cols = 1;             // the last dim
+  int64_t st[N][kMaxDims] = {};    // element strides of operand k (0 where it is broadcast)
+  int64_t rows = 1;                // product of all dims but the last
+  int64_t cols = 1;                // the last dim
 };
 
-inline BroadcastPlan make_broadcast_plan(const Shape& a, const Shape& b, const Shape& out) {
-  BroadcastPlan p;
-  int64_t sa_full[kMaxDims], sb_full[kMaxDims];
-  // strides of a and b aligned to out
-  {
+template <int N>
+inline BroadcastPlanN<N> make_broadcast_plan_n(const Shape* const* in, const Shape& out) {
+  BroadcastPlanN<N> p;
+  int64_t full[N][kMaxDims];  // each operand's strides aligned to out
+  for (int k = 0; k < N; ++k) {
     int64_t st = 1;
     for (int i = out.ndim - 1; i >= 0; --i) {
-      const int ia = i - (out.ndim - a.ndim);
-      const int64_t d = ia >= 0 ? a.dims[ia] : 1;
-      sa_full[i] = (d == 1) ? 0 : st;
-      st *= d;
-    }
-    st = 1;
-    for (int i = out.ndim - 1; i >= 0; --i) {
-      const int ib = i - (out.ndim - b.ndim);
-      const int64_t d = ib >= 0 ? b.dims[ib] : 1;
-      sb_full[i] = (d == 1) ? 0 : st;
+      const int ia = i - (out.ndim - in[k]->ndim);
+      const int64_t d = ia >= 0 ? in[k]->dims[ia] : 1;
+      full[k][i] = (d == 1) ? 0 : st;
       st *= d;
     }
   }
   int n = 0;
   for (int i = 0; i < out.ndim; ++i) {
     if (out.dims[i] == 1) continue;
-    if (n > 0 && p.sa[n - 1] == sa_full[i] * out.dims[i] && p.sb[n - 1] == sb_full[i] * out.dims[i]) {
-      // merge with the previous kept dim
+    bool merge = n > 0;
+    for (int k = 0; k < N && merge; ++k) merge = p.st[k][n - 1] == full[k][i] * out.dims[i];
+    if (merge) {  // with the previous kept dim
       p.dims[n - 1] *= out.dims[i];
-      p.sa[n - 1] = sa_full[i];
-      p.sb[n - 1] = sb_full[i];
+      for (int k = 0; k < N; ++k) p.st[k][n - 1] = full[k][i];
       continue;
     }
     p.dims[n] = out.dims[i];
-    p.sa[n] = sa_full[i];
-    p.sb[n] = sb_full[i];
+    for (int k = 0; k < N; ++k) p.st[k][n] = full[k][i];
     ++n;
   }
   p.ndim = n;
@@ -84,23 +78,36 @@ inline BroadcastPlan make_broadcast_plan(const Shape& a, const Shape& b, const S
   return p;
 }
 
+// The offset of row r's first element in each operand.
+template <int N>
+inline void broadcast_row_offsets(const BroadcastPlanN<N>& p, int64_t r, int64_t* off) {
+  for (int k = 0; k < N; ++k) off[k] = 0;
+  int64_t rem = r;
+  for (int d = p.ndim - 2; d >= 0; --d) {
+    const int64_t idx = rem % p.dims[d];
+    rem /= p.dims[d];
+    for (int k = 0; k < N; ++k) off[k] += idx * p.st[k][d];
+  }
+}
+
+using BroadcastPlan = BroadcastPlanN<2>;
+
+inline BroadcastPlan make_broadcast_plan(const Shape& a, const Shape& b, const Shape& out) {
+  const Shape* in[2] = {&a, &b};
+  return make_broadcast_plan_n<2>(in, out);
+}
+
 // o[...] = f(a[...], b[...]) for the plan's rows [r0, r1).
 template <typename F>
 inline void broadcast_rows(const BroadcastPlan& p, const float* a, const float* b, float* o, int64_t r0, int64_t r1,
                            F f) {
   const int64_t cols = p.cols;
-  const int64_t ca = p.ndim > 0 ? p.sa[p.ndim - 1] : 0, cb = p.ndim > 0 ? p.sb[p.ndim - 1] : 0;
+  const int64_t ca = p.ndim > 0 ? p.st[0][p.ndim - 1] : 0, cb = p.ndim > 0 ? p.st[1][p.ndim - 1] : 0;
   for (int64_t r = r0; r < r1; ++r) {
-    // offsets of row r in a and b
-    int64_t oa = 0, ob = 0, rem = r;
-    for (int d = p.ndim - 2; d >= 0; --d) {
-      const int64_t idx = rem % p.dims[d];
-      rem /= p.dims[d];
-      oa += idx * p.sa[d];
-      ob += idx * p.sb[d];
-    }
-    const float* ar = a + oa;
-    const float* br = b + ob;
+    int64_t off[2];
+    broadcast_row_offsets(p, r, off);
+    const float* ar = a + off[0];
+    const float* br = b + off[1];
     float* orow = o + r * cols;
     if (ca == 1 && cb == 1) {
       for (int64_t j = 0; j < cols; ++j) orow[j] = f(ar[j], br[j]);
@@ -115,6 +122,30 @@ inline void broadcast_rows(const BroadcastPlan& p, const float* a, const float* 
       for (int64_t j = 0; j < cols; ++j) orow[j] = v;
     }
   }
+}
+
+// y[i] = f(i0, ..., i{N-1}) for every output element i, ik its element index in operand k, split over the pool by rows
+// (each element computed once, the same way whatever the thread count). For kernels of any dtype (where, the
+// comparisons); `in` has the N operand shapes, broadcast to `out`.
+template <int N, typename Out, typename F>
+inline void broadcast_apply(ThreadPool* pool, const Shape* const* in, const Shape& out, Out* y, F f) {
+  if (out.numel() == 0) return;
+  const BroadcastPlanN<N> p = make_broadcast_plan_n<N>(in, out);
+  int64_t cs[N];
+  for (int k = 0; k < N; ++k) cs[k] = p.ndim > 0 ? p.st[k][p.ndim - 1] : 0;
+  const int64_t cols = p.cols, grain = cols >= 4096 ? 1 : ceil_div(4096, cols);
+  parallel_chunks(pool, p.rows, grain, [&](int64_t r0, int64_t r1) {
+    int64_t off[N];
+    for (int64_t r = r0; r < r1; ++r) {
+      broadcast_row_offsets(p, r, off);
+      Out* yr = y + r * cols;
+      for (int64_t j = 0; j < cols; ++j) {
+        int64_t idx[N];
+        for (int k = 0; k < N; ++k) idx[k] = off[k] + j * cs[k];
+        yr[j] = f(static_cast<const int64_t*>(idx));
+      }
+    }
+  });
 }
 
 // Checks and output shape shared by every binary elementwise kernel's infer.
