@@ -331,15 +331,18 @@ def _reduce(c: _Ctx) -> None:
     x = c.value(0)
     if a.get("dtype") is not None and np.dtype(a["dtype"]) != x.dtype:
         raise c.fail("sum(dtype=...) casts; the .dtm operators compute in float32")
-    c.emit(c.call.op, [x], {"axes": _axes(a.get("dim"), len(x.shape)), "keepdim": int(bool(a.get("keepdim", False)))},
+    op = c.call.op if c.call.op != "amax" or a.get("largest", True) else "amin"  # the Amax primitive serves both
+    c.emit(op, [x], {"axes": _axes(a.get("dim"), len(x.shape)), "keepdim": int(bool(a.get("keepdim", False)))},
            out=c.call.out)
 
 
 def _pad(c: _Ctx) -> None:
     a = c.call.attrs
-    if a.get("mode", "constant") != "constant":
-        raise c.fail(f"pad mode '{a.get('mode')}' is not in opset 13 (only 'constant')")
-    c.emit("pad", [c.value(0)], {"pads": [int(p) for p in a["pad"]], "mode": "constant",
+    mode = str(a.get("mode", "constant"))
+    modes = CATALOGUE["pad"].attr("mode").choices or ()
+    if mode not in modes:
+        raise c.fail(f"pad mode '{mode}' is not in opset 13 (only {', '.join(map(repr, modes))})")
+    c.emit("pad", [c.value(0)], {"pads": [int(p) for p in a["pad"]], "mode": mode,
                                  "value": float(a.get("value", 0.0))}, out=c.call.out)
 
 
@@ -419,7 +422,7 @@ HANDLERS: dict[str, Callable[[_Ctx], None]] = {
     "group_norm": _group_norm, "max_pool2d": _max_pool, "avg_pool2d": _avg_pool, "adaptive_avg_pool2d": _adaptive,
     "adaptive_max_pool2d": _adaptive, "upsample_nearest2d": _upsample, "upsample_bilinear2d": _upsample,
     "cat": _cat, "stack": _stack, "reshape": _reshape, "permute": _permute, "expand": _expand, "mean": _reduce,
-    "sum": _reduce, "pad": _pad, "embedding": _embedding, "index": _index, "compare": _compare,
+    "sum": _reduce, "amax": _reduce, "pad": _pad, "embedding": _embedding, "index": _index, "compare": _compare,
     "where": _where,
 }
 
@@ -434,7 +437,6 @@ def _unexportable(call: Call, why: str = "") -> ExportError:
 _WHY = {
     "gather": "torch.gather (take_along_axis) is not in opset 13; index_select or x[:, idx] with a 1-D index is",
     "max_dim": "max/min along a dim (values and indices) is not in opset 13",
-    "amax": "amax/amin (max/min reductions) are not in opset 13",
     "mish": "mish is not in opset 13; use silu or x * tanh(softplus(x))",
 }
 

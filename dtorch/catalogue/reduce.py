@@ -2,16 +2,17 @@
 
 from __future__ import annotations
 
+from ._schema import F32, I64, Attr, OpDef, Operand, Signature, flag
 from ._schema import MAX_DIMS as _MAXD
-from ._schema import Attr, OpDef, Operand, flag
 
 
-def _reduce(name: str, summary: str) -> OpDef:
+def _reduce(name: str, summary: str, dtypes: tuple[str, ...] = (F32,), eager: str | None = None) -> OpDef:
     return OpDef(name, summary, (Operand("x"),),
                  attrs=(Attr("axes", "ints", None, lo=-_MAXD, hi=_MAXD - 1, length=(0, _MAXD),
                              doc="absent = every dimension; an empty list reduces nothing"),
                         flag("keepdim", 0)),
-                 shape="the reduced dims removed (kept as 1 with keepdim)", eager=(name,), family="reduce")
+                 signatures=tuple(Signature((d,), (d,)) for d in dtypes),
+                 shape="the reduced dims removed (kept as 1 with keepdim)", eager=(eager or name,), family="reduce")
 
 
 def _softmax(name: str, summary: str) -> OpDef:
@@ -22,6 +23,11 @@ def _softmax(name: str, summary: str) -> OpDef:
 OPS = [
     _reduce("mean", "mean over `axes`"),
     _reduce("sum", "sum over `axes`"),
+    # eager: dtorch's Amax primitive serves amax and amin (largest=False), and max()/min() without a dim
+    _reduce("amax", "max over `axes` (torch.amax: NaN propagates; a reduced dimension of size 0 is an error)",
+            (F32, I64), "amax"),
+    _reduce("amin", "min over `axes` (torch.amin: NaN propagates; a reduced dimension of size 0 is an error)",
+            (F32, I64), "amax"),
     _softmax("softmax", "exp(x - max) / sum along `dim`"),
     _softmax("log_softmax", "log of softmax along `dim`"),
 ]

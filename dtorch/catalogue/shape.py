@@ -2,41 +2,55 @@
 
 from __future__ import annotations
 
-from ._schema import F32, I64, Attr, OpDef, Operand, Signature
+from ._schema import F32, I64, MOVABLE_DTYPES, Attr, OpDef, Operand, Signature
 from ._schema import MAX_DIMS as _MAXD
+
+#: The kernels that only move elements take every dtype of MOVABLE_DTYPES (one signature each, same dtype out).
+_MOVED = tuple(Signature((d,), (d,)) for d in MOVABLE_DTYPES)
+
+#: pad's modes: torch.nn.functional.pad's names (ONNX Pad calls the last three reflect, edge and wrap).
+_PAD_MODES = ("constant", "reflect", "replicate", "circular")
+_PAD_DOC = ("padding as torch.nn.functional.pad, of any rank (the pads apply to the last len(pads) / 2 dims): "
+            "\"constant\" fills with `value`; \"reflect\" mirrors about the edge element without repeating it "
+            "(each pad must be smaller than its dimension, else the node is refused); \"replicate\" repeats the "
+            "edge element (a padded dimension must not be empty); reflect and replicate index the uncropped input "
+            "when the other side crops, as torch does; \"circular\" wraps around the input cropped first by the "
+            "negative pads, as often as needed (each pad at most the dimension, as torch checks; nothing left to wrap is "
+            "refused)")
 
 OPS = [
     OpDef("concat", "concatenation along `axis`", (Operand("x", "one or more tensors", variadic=True),),
           attrs=(Attr("axis", "int", 0, lo=0, hi=_MAXD - 1),),
-          signatures=(Signature((F32,), (F32,)),), shape="sizes add along axis", eager=("cat", "stack"),
+          signatures=_MOVED, shape="sizes add along axis", eager=("cat", "stack"),
           family="shape"),
     OpDef("reshape", "the same elements in a new shape", (Operand("x"),),
           attrs=(Attr("shape", "ints", lo=-1, length=(0, _MAXD),
                       doc="0 = copy the input dim at that position, -1 = inferred (at most one)"),),
-          shape="`shape`", eager=("reshape", "index", "stack"), family="shape"),
+          signatures=_MOVED, shape="`shape`", eager=("reshape", "index", "stack"), family="shape"),
     OpDef("permute", "dimensions reordered", (Operand("x"),),
-          attrs=(Attr("perm", "ints", lo=0, hi=_MAXD - 1, length=(0, _MAXD)),), shape="x.shape[perm]",
-          eager=("permute",), family="shape"),
+          attrs=(Attr("perm", "ints", lo=0, hi=_MAXD - 1, length=(0, _MAXD)),), signatures=_MOVED,
+          shape="x.shape[perm]", eager=("permute",), family="shape"),
     OpDef("slice", "x[starts:ends:steps] along `axes` (Python clamping of starts/ends)", (Operand("x"),),
           attrs=(Attr("axes", "ints", lo=0, hi=_MAXD - 1, length=(0, _MAXD)),
                  Attr("starts", "ints", length=(0, _MAXD)), Attr("ends", "ints", length=(0, _MAXD)),
                  Attr("steps", "ints", None, lo=1, length=(0, _MAXD), doc="default: all 1")),
-          shape="Python slicing", eager=("index",), family="shape"),
+          signatures=_MOVED, shape="Python slicing", eager=("index",), family="shape"),
     OpDef("index_select", "the entries `indices` (1-D) of x along `axis` (torch.index_select; not torch.gather)",
           (Operand("x"), Operand("indices", "(K), int64")), attrs=(Attr("axis", "int", 0, lo=0, hi=_MAXD - 1),),
-          signatures=(Signature((F32, I64), (F32,)),), shape="x.shape with K at axis", eager=("index",),
-          family="shape"),
+          signatures=tuple(Signature((d, I64), (d,)) for d in MOVABLE_DTYPES), shape="x.shape with K at axis",
+          eager=("index",), family="shape"),
     OpDef("embedding", "rows of `weight` picked by integer indices",
           (Operand("indices", "any shape, int64"), Operand("weight", "(V, D)")),
           attrs=(Attr("padding_idx", "int", -1, lo=-1, doc="ignored at inference"),),
           signatures=(Signature((I64, F32), (F32,)),), shape="(*indices.shape, D)", eager=("embedding",),
           family="shape"),
-    OpDef("pad", "constant padding", (Operand("x"),),
+    OpDef("pad", _PAD_DOC, (Operand("x"),),
           attrs=(Attr("pads", "ints", length=(0, 2 * _MAXD),
                       doc="PyTorch order: last dim first, (lo, hi) pairs; negative crops"),
-                 Attr("mode", "string", "constant", choices=("constant",)), Attr("value", "float", 0.0)),
+                 Attr("mode", "string", "constant", choices=_PAD_MODES),
+                 Attr("value", "float", 0.0, doc="mode constant only")),
           shape="each padded dim grows by lo + hi", eager=("pad",), family="shape"),
     OpDef("expand", "broadcast to `shape`", (Operand("x"),),
           attrs=(Attr("shape", "ints", lo=0, length=(0, _MAXD), doc="0 = keep the input dim"),),
-          shape="`shape`", eager=("expand",), family="shape"),
+          signatures=_MOVED, shape="`shape`", eager=("expand",), family="shape"),
 ]

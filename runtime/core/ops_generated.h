@@ -17,11 +17,11 @@ inline constexpr const char* const kFusedActivations[] = {"none", "relu", "relu6
 inline constexpr DType dtypes_86f5a46ec9[] = {DType::kFloat32};
 inline constexpr const char* const string_choices_cd948e8ba6[] = {"none", "relu", "relu6", "hardtanh", "leaky_relu", "sigmoid", "tanh", "silu", "hardswish", "hardsigmoid", "gelu", "gelu_tanh"};
 inline constexpr DType dtypes_f4bb0a7db0[] = {DType::kFloat32, DType::kFloat32};
-inline constexpr double defaults_0a3f2c23f6[] = {0.0, 0.0};
 inline constexpr int64_t int_choices_6ac70fdf46[] = {0, 1};
+inline constexpr DType dtypes_6417adc7fa[] = {DType::kInt64};
+inline constexpr double defaults_0a3f2c23f6[] = {0.0, 0.0};
 inline constexpr DType dtypes_b72ddafcb1[] = {DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32};
 inline constexpr const char* const string_choices_80ae18eaed[] = {"float32", "int64", "int32", "bool"};
-inline constexpr DType dtypes_6417adc7fa[] = {DType::kInt64};
 inline constexpr DType dtypes_2c552f0a05[] = {DType::kInt32};
 inline constexpr DType dtypes_78fcd5eaeb[] = {DType::kBool};
 inline constexpr double defaults_5a731f4601[] = {1.0, 1.0};
@@ -32,7 +32,9 @@ inline constexpr DType dtypes_60ee91f605[] = {DType::kInt64, DType::kInt64};
 inline constexpr DType dtypes_e0c87cbccc[] = {DType::kInt32, DType::kInt32};
 inline constexpr const char* const string_choices_49484034b7[] = {"none", "tanh"};
 inline constexpr DType dtypes_98fae34187[] = {DType::kFloat32, DType::kInt64};
-inline constexpr const char* const string_choices_f1496a128f[] = {"constant"};
+inline constexpr DType dtypes_c01e69a87a[] = {DType::kInt32, DType::kInt64};
+inline constexpr DType dtypes_7818c6c7c4[] = {DType::kBool, DType::kInt64};
+inline constexpr const char* const string_choices_b7701c0d2f[] = {"constant", "reflect", "replicate", "circular"};
 inline constexpr const char* const string_choices_9c5243582b[] = {"nearest", "linear", "cubic"};
 inline constexpr const char* const string_choices_30918c8fb4[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
 inline constexpr const char* const string_choices_563d543500[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
@@ -68,6 +70,22 @@ inline constexpr AttrSpec op_add_attrs[] = {
 };
 inline constexpr DTypeSignature op_add_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_add = {"add", 2, 2, 0x0, 1, op_add_attrs, 4, op_add_signatures, 1, InPlace::kSameShape, nullptr};
+
+// amax: max over `axes` (torch.amax: NaN propagates; a reduced dimension of size 0 is an error)
+inline constexpr AttrSpec op_amax_attrs[] = {
+    {"axes", AttrKind::kInts, false, true, true, -8.0, 7.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"keepdim", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
+};
+inline constexpr DTypeSignature op_amax_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}};
+inline constexpr OpSchema op_amax = {"amax", 1, 1, 0x0, 1, op_amax_attrs, 2, op_amax_signatures, 2, InPlace::kNone, nullptr};
+
+// amin: min over `axes` (torch.amin: NaN propagates; a reduced dimension of size 0 is an error)
+inline constexpr AttrSpec op_amin_attrs[] = {
+    {"axes", AttrKind::kInts, false, true, true, -8.0, 7.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"keepdim", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
+};
+inline constexpr DTypeSignature op_amin_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}};
+inline constexpr OpSchema op_amin = {"amin", 1, 1, 0x0, 1, op_amin_attrs, 2, op_amin_signatures, 2, InPlace::kNone, nullptr};
 
 // avg_pool2d: mean over each window (PyTorch's AvgPool2d)
 inline constexpr AttrSpec op_avg_pool2d_attrs[] = {
@@ -109,8 +127,8 @@ inline constexpr OpSchema op_clamp = {"clamp", 1, 1, 0x0, 1, op_clamp_attrs, 4, 
 inline constexpr AttrSpec op_concat_attrs[] = {
     {"axis", AttrKind::kInt, false, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_concat_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_concat = {"concat", 1, -1, 0x0, 1, op_concat_attrs, 1, op_concat_signatures, 1, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_concat_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}};
+inline constexpr OpSchema op_concat = {"concat", 1, -1, 0x0, 1, op_concat_attrs, 1, op_concat_signatures, 4, InPlace::kNone, nullptr};
 
 // conv2d: 2-D convolution (cross-correlation), groups and dilation, then the fused activation
 inline constexpr AttrSpec op_conv2d_attrs[] = {
@@ -179,8 +197,8 @@ inline constexpr OpSchema op_exp = {"exp", 1, 1, 0x0, 1, nullptr, 0, op_exp_sign
 inline constexpr AttrSpec op_expand_attrs[] = {
     {"shape", AttrKind::kInts, true, true, false, 0.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_expand_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_expand = {"expand", 1, 1, 0x0, 1, op_expand_attrs, 1, op_expand_signatures, 1, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_expand_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}};
+inline constexpr OpSchema op_expand = {"expand", 1, 1, 0x0, 1, op_expand_attrs, 1, op_expand_signatures, 4, InPlace::kNone, nullptr};
 
 // gelu: x * Phi(x): erf form, or the tanh approximation
 inline constexpr AttrSpec op_gelu_attrs[] = {
@@ -221,8 +239,8 @@ inline constexpr OpSchema op_hardtanh = {"hardtanh", 1, 1, 0x0, 1, op_hardtanh_a
 inline constexpr AttrSpec op_index_select_attrs[] = {
     {"axis", AttrKind::kInt, false, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_index_select_signatures[] = {{dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_index_select = {"index_select", 2, 2, 0x0, 1, op_index_select_attrs, 1, op_index_select_signatures, 1, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_index_select_signatures[] = {{dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_7818c6c7c4, 2, dtypes_78fcd5eaeb, 1}};
+inline constexpr OpSchema op_index_select = {"index_select", 2, 2, 0x0, 1, op_index_select_attrs, 1, op_index_select_signatures, 4, InPlace::kNone, nullptr};
 
 // layer_norm: normalize over the last normalized_ndim dimensions, then * w + b
 inline constexpr AttrSpec op_layer_norm_attrs[] = {
@@ -303,10 +321,10 @@ inline constexpr OpSchema op_mul = {"mul", 2, 2, 0x0, 1, nullptr, 0, op_mul_sign
 inline constexpr DTypeSignature op_neg_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_neg = {"neg", 1, 1, 0x0, 1, nullptr, 0, op_neg_signatures, 1, InPlace::kAlways, nullptr};
 
-// pad: constant padding
+// pad: padding as torch.nn.functional.pad, of any rank (the pads apply to the last len(pads) / 2 dims): "constant" fills with `value`; "reflect" mirrors about the edge element without repeating it (each pad must be smaller than its dimension, else the node is refused); "replicate" repeats the edge element (a padded dimension must not be empty); reflect and replicate index the uncropped input when the other side crops, as torch does; "circular" wraps around the input cropped first by the negative pads, as often as needed (each pad at most the dimension, as torch checks; nothing left to wrap is refused)
 inline constexpr AttrSpec op_pad_attrs[] = {
     {"pads", AttrKind::kInts, true, false, false, 0.0, 0.0, 0, 16, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
-    {"mode", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_f1496a128f, 1, nullptr, 0, true, 0.0, "constant", nullptr, 0},
+    {"mode", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_b7701c0d2f, 4, nullptr, 0, true, 0.0, "constant", nullptr, 0},
     {"value", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
 };
 inline constexpr DTypeSignature op_pad_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
@@ -316,8 +334,8 @@ inline constexpr OpSchema op_pad = {"pad", 1, 1, 0x0, 1, op_pad_attrs, 3, op_pad
 inline constexpr AttrSpec op_permute_attrs[] = {
     {"perm", AttrKind::kInts, true, true, true, 0.0, 7.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_permute_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_permute = {"permute", 1, 1, 0x0, 1, op_permute_attrs, 1, op_permute_signatures, 1, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_permute_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}};
+inline constexpr OpSchema op_permute = {"permute", 1, 1, 0x0, 1, op_permute_attrs, 1, op_permute_signatures, 4, InPlace::kNone, nullptr};
 
 // pow: a ** b
 inline constexpr DTypeSignature op_pow_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
@@ -339,8 +357,8 @@ inline constexpr OpSchema op_relu = {"relu", 1, 1, 0x0, 1, nullptr, 0, op_relu_s
 inline constexpr AttrSpec op_reshape_attrs[] = {
     {"shape", AttrKind::kInts, true, true, false, -1.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_reshape_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_reshape = {"reshape", 1, 1, 0x0, 1, op_reshape_attrs, 1, op_reshape_signatures, 1, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_reshape_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}};
+inline constexpr OpSchema op_reshape = {"reshape", 1, 1, 0x0, 1, op_reshape_attrs, 1, op_reshape_signatures, 4, InPlace::kNone, nullptr};
 
 // resize: ONNX Resize (opsets 11-19): each output coordinate is mapped to the input by `coordinate_transformation_mode`, then nearest, N-linear or N-cubic interpolation over every dimension
 inline constexpr AttrSpec op_resize_attrs[] = {
@@ -381,8 +399,8 @@ inline constexpr AttrSpec op_slice_attrs[] = {
     {"ends", AttrKind::kInts, true, false, false, 0.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
     {"steps", AttrKind::kInts, false, true, false, 1.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_slice_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_slice = {"slice", 1, 1, 0x0, 1, op_slice_attrs, 4, op_slice_signatures, 1, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_slice_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}};
+inline constexpr OpSchema op_slice = {"slice", 1, 1, 0x0, 1, op_slice_attrs, 4, op_slice_signatures, 4, InPlace::kNone, nullptr};
 
 // softmax: exp(x - max) / sum along `dim`
 inline constexpr AttrSpec op_softmax_attrs[] = {

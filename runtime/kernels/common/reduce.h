@@ -1,9 +1,11 @@
-// Shared shape rule and loop of the reductions `sum` and `mean`: attribute axes is[] (negative entries are
-// normalized; absent = all dimensions; an empty list reduces nothing, as dtorch eager does) and keepdim i.
-// Sums are in double: every output accumulates its inputs in row-major order, in one thread.
+// Shared shape rule and loops of the reductions `sum`, `mean` (float32), `amax` and `amin` (float32, int64): attribute
+// axes is[] (negative entries are normalized; absent = all dimensions; an empty list reduces nothing, as dtorch
+// eager does) and keepdim i. Sums are in double: every output accumulates its inputs in row-major order, in one
+// thread. Max and min are exact whatever the order.
 #pragma once
 
 #include <cstdint>
+#include <limits>
 
 #include "kernels/common/util.h"
 
@@ -20,7 +22,6 @@ struct ReducePlan {
 inline Status reduce_plan(const char* op, const Attrs& attrs, const TensorView* in, int n_in, int n_out, ReducePlan* p) {
   DTORCH_RETURN_IF_ERROR(check_num_inputs(op, n_in, 1, 1));
   DTORCH_RETURN_IF_ERROR(check_num_outputs(op, n_out, 1));
-  DTORCH_RETURN_IF_ERROR(check_dtype(op, "input", in[0], DType::kFloat32));
   const Shape& s = in[0].shape;
   int64_t axes[kMaxDims];
   int na = 0;
@@ -48,9 +49,9 @@ inline Status reduce_plan(const char* op, const Attrs& attrs, const TensorView* 
   return Status::Ok();
 }
 
-// acc[o] = sum of the inputs that reduce to output o (acc: numel(out) doubles of scratch).
-inline void reduce_sum(const ReducePlan& p, const Shape& s, const float* x, double* acc, int64_t out_numel) {
-  for (int64_t i = 0; i < out_numel; ++i) acc[i] = 0.0;
+// f(o, i) for every input element i in row-major order, o the output it reduces to.
+template <typename F>
+inline void reduce_walk(const ReducePlan& p, const Shape& s, F f) {
   // output strides over the input's dims (0 for reduced dims)
   int64_t ost[kMaxDims];
   int64_t st = 1;
@@ -63,7 +64,7 @@ inline void reduce_sum(const ReducePlan& p, const Shape& s, const float* x, doub
   int64_t idx[kMaxDims] = {};
   int64_t o = 0;
   for (int64_t i = 0; i < n; ++i) {
-    acc[o] += x[i];
+    f(o, i);
     for (int d = s.ndim - 1; d >= 0; --d) {  // advance the multi-index
       ++idx[d];
       o += ost[d];
@@ -74,11 +75,77 @@ inline void reduce_sum(const ReducePlan& p, const Shape& s, const float* x, doub
   }
 }
 
+// acc[o] = sum of the inputs that reduce to output o (acc: numel(out) doubles of scratch).
+inline void reduce_sum(const ReducePlan& p, const Shape& s, const float* x, double* acc, int64_t out_numel) {
+  for (int64_t i = 0; i < out_numel; ++i) acc[i] = 0.0;
+  reduce_walk(p, s, [&](int64_t o, int64_t i) { acc[o] += x[i]; });
+}
+
+template <typename T>
+inline bool is_nan(T v) {
+  if constexpr (std::numeric_limits<T>::has_quiet_NaN)
+    return v != v;
+  else
+    return false;
+}
+
+// The kernels amax (largest) and amin: float32 or int64 in and out, no scratch. A float NaN wins (torch.amax); a
+// reduced dimension of size 0 is an error (there is no identity to return), even when the output is empty.
+inline Status extreme_infer(const char* op, const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out,
+                            size_t* scratch_bytes) {
+  ReducePlan p;
+  DTORCH_RETURN_IF_ERROR(reduce_plan(op, attrs, in, n_in, n_out, &p));
+  if (in[0].dtype != DType::kFloat32 && in[0].dtype != DType::kInt64)
+    return op_error(StatusCode::kInvalidArgument, op, "input must be float32 or int64, got %s", dtype_name(in[0].dtype));
+  for (int d = 0; d < in[0].shape.ndim; ++d)
+    if (p.reduced[d] && in[0].shape.dims[d] == 0)
+      return op_error(StatusCode::kInvalidArgument, op,
+                      "dimension %d of input %s has size 0, which cannot be reduced (there is no identity)", d,
+                      shape_str(in[0].shape).c_str());
+  out[0] = p.out;
+  *scratch_bytes = 0;
+  return Status::Ok();
+}
+
+inline Status extreme_run(const char* op, const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out,
+                          int n_out, bool largest) {
+  Shape shape;
+  size_t scratch = 0;
+  DTORCH_RETURN_IF_ERROR(extreme_infer(op, *ctx.attrs, in, n_in, &shape, n_out, &scratch));
+  if (out[0].dtype != in[0].dtype)
+    return op_error(StatusCode::kInvalidArgument, op, "output must be %s (the input's dtype), got %s",
+                    dtype_name(in[0].dtype), dtype_name(out[0].dtype));
+  ReducePlan p;
+  DTORCH_RETURN_IF_ERROR(reduce_plan(op, *ctx.attrs, in, n_in, n_out, &p));
+  const int64_t n = p.out.numel();
+  auto go = [&](auto tag) {
+    using T = decltype(tag);
+    using Lim = std::numeric_limits<T>;
+    const T* x = in[0].as<const T>();
+    T* y = out[0].as<T>();
+    // Start from the identity (every output has at least one input, so it is replaced or is the answer).
+    const T init = Lim::has_infinity ? (largest ? -Lim::infinity() : Lim::infinity()) : (largest ? Lim::min() : Lim::max());
+    for (int64_t i = 0; i < n; ++i) y[i] = init;
+    if (largest)
+      reduce_walk(p, in[0].shape, [&](int64_t o, int64_t i) {
+        if (is_nan(x[i]) || x[i] > y[o]) y[o] = x[i];
+      });
+    else
+      reduce_walk(p, in[0].shape, [&](int64_t o, int64_t i) {
+        if (is_nan(x[i]) || x[i] < y[o]) y[o] = x[i];
+      });
+    return Status::Ok();
+  };
+  if (in[0].dtype == DType::kInt64) return go(int64_t{});
+  return go(float{});
+}
+
 // The kernels' infer: the reduced shape, and one double accumulator per output element as scratch.
 inline Status reduce_infer(const char* op, const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out,
                            size_t* scratch_bytes) {
   ReducePlan p;
   DTORCH_RETURN_IF_ERROR(reduce_plan(op, attrs, in, n_in, n_out, &p));
+  DTORCH_RETURN_IF_ERROR(check_dtype(op, "input", in[0], DType::kFloat32));
   out[0] = p.out;
   *scratch_bytes = static_cast<size_t>(p.out.numel()) * sizeof(double);
   return Status::Ok();
@@ -89,6 +156,7 @@ inline Status reduce_run(const char* op, const KernelContext& ctx, const TensorV
                          int n_out, bool mean) {
   ReducePlan p;
   DTORCH_RETURN_IF_ERROR(reduce_plan(op, *ctx.attrs, in, n_in, n_out, &p));
+  DTORCH_RETURN_IF_ERROR(check_dtype(op, "input", in[0], DType::kFloat32));
   const int64_t n = p.out.numel();
   if (ctx.scratch_bytes < static_cast<size_t>(n) * sizeof(double))
     return op_error(StatusCode::kInternal, op, "scratch of %zu bytes is smaller than the %zu bytes infer asked for",

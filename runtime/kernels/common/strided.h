@@ -1,5 +1,6 @@
 // A strided gather used by the data-movement kernels (permute-like views: slice, expand): output element
-// at multi-index (i0, ..., in) is x[offset + sum_d i_d * strides[d]]. The output is contiguous.
+// at multi-index (i0, ..., in) is x[offset + sum_d i_d * strides[d]]. The output is contiguous. Any element type
+// (the kernels call it through visit_dtype: float32, int64, int32, bool); elements are copied, never converted.
 #pragma once
 
 #include <cstdint>
@@ -10,8 +11,8 @@ namespace dtorch {
 namespace kernels {
 inline namespace DTORCH_ISA {
 
-inline void strided_copy(ThreadPool* pool, const Shape& o, const float* x, int64_t offset, const int64_t* strides,
-                         float* y) {
+template <typename T>
+inline void strided_copy(ThreadPool* pool, const Shape& o, const T* x, int64_t offset, const int64_t* strides, T* y) {
   if (o.numel() == 0) return;
   if (o.ndim == 0) {
     y[0] = x[offset];
@@ -27,7 +28,7 @@ inline void strided_copy(ThreadPool* pool, const Shape& o, const float* x, int64
         off += (rem % o.dims[d]) * strides[d];
         rem /= o.dims[d];
       }
-      float* yr = y + r * cols;
+      T* yr = y + r * cols;
       if (cs == 1) {
         for (int64_t j = 0; j < cols; ++j) yr[j] = x[off + j];
       } else {

@@ -1,5 +1,6 @@
 // concat: x0, x1, ... -> one tensor, sizes adding up along `axis` (runtime/OPS.md). Attribute: axis i
-// (>= 0; a negative axis is normalized). All inputs share the dtype and every other dimension.
+// (>= 0; a negative axis is normalized). All inputs share the dtype (float32, int64, int32 or bool: the bytes are
+// copied) and every other dimension.
 #include <cstring>
 
 #include "kernels/common/util.h"
@@ -13,7 +14,6 @@ constexpr const char* kOp = "concat";
 Status check(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int* axis) {
   if (n_in < 1) return op_error(StatusCode::kInvalidModel, kOp, "needs at least one input");
   const Shape& s0 = in[0].shape;
-  DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input 0", in[0], DType::kFloat32));
   if (s0.ndim < 1) return op_error(StatusCode::kInvalidArgument, kOp, "inputs must have at least 1 dimension");
   DTORCH_RETURN_IF_ERROR(kernels::normalize_axis(kOp, "axis", attrs.get_int("axis"), s0.ndim, axis));
   Shape o = s0;
@@ -47,6 +47,9 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   Shape o;
   int axis = 0;
   DTORCH_RETURN_IF_ERROR(check(*ctx.attrs, in, n_in, &o, &axis));
+  if (out[0].dtype != in[0].dtype)
+    return op_error(StatusCode::kInvalidArgument, kOp, "output is %s but the inputs are %s", dtype_name(out[0].dtype),
+                    dtype_name(in[0].dtype));
   const size_t es = dtype_size(in[0].dtype);
   int64_t outer = 1, inner = 1;
   for (int d = 0; d < axis; ++d) outer *= o.dims[d];
@@ -66,4 +69,7 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 
 }  // namespace
 DTORCH_REGISTER_KERNEL(concat, DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL(concat, DType::kInt64, infer, run);
+DTORCH_REGISTER_KERNEL(concat, DType::kInt32, infer, run);
+DTORCH_REGISTER_KERNEL(concat, DType::kBool, infer, run);
 }  // namespace dtorch

@@ -1,5 +1,6 @@
 // expand: x -> x broadcast to `shape` (runtime/OPS.md). Attribute: shape is[] (rank >= the input's; the
-// input aligns to the right; 0 or -1 keeps the input dimension; an input dimension must be 1 or equal).
+// input aligns to the right; 0 or -1 keeps the input dimension; an input dimension must be 1 or equal). float32,
+// int64, int32 or bool: elements are copied.
 #include "kernels/common/strided.h"
 #include "kernels/common/util.h"
 
@@ -9,9 +10,9 @@ namespace {
 using kernels::op_error;
 constexpr const char* kOp = "expand";
 
-Status plan(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int64_t* strides) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 1, 1));
-  DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", in[0], DType::kFloat32));
+Status plan(const Attrs& attrs, const TensorView* in, int n_in, const TensorView* outs, int n_out, Shape* out,
+            int64_t* strides) {
+  DTORCH_RETURN_IF_ERROR(kernels::check_signature(DTORCH_OP_SCHEMA(expand), attrs, in, n_in, outs, n_out));
   const Shape& s = in[0].shape;
   int64_t spec[kMaxDims];
   int n = 0;
@@ -42,21 +43,25 @@ Status plan(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int6
 }
 
 Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
   int64_t strides[kMaxDims];
   *scratch_bytes = 0;
-  return plan(attrs, in, n_in, &out[0], strides);
+  return plan(attrs, in, n_in, nullptr, n_out, &out[0], strides);
 }
 
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
   Shape o;
   int64_t strides[kMaxDims];
-  DTORCH_RETURN_IF_ERROR(plan(*ctx.attrs, in, n_in, &o, strides));
-  kernels::strided_copy(ctx.pool, o, in[0].as<const float>(), 0, strides, out[0].as<float>());
-  return Status::Ok();
+  DTORCH_RETURN_IF_ERROR(plan(*ctx.attrs, in, n_in, out, n_out, &o, strides));
+  return kernels::visit_dtype(kOp, in[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    kernels::strided_copy(ctx.pool, o, in[0].as<const T>(), 0, strides, out[0].as<T>());
+    return Status::Ok();
+  });
 }
 
 }  // namespace
 DTORCH_REGISTER_KERNEL(expand, DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL(expand, DType::kInt64, infer, run);
+DTORCH_REGISTER_KERNEL(expand, DType::kInt32, infer, run);
+DTORCH_REGISTER_KERNEL(expand, DType::kBool, infer, run);
 }  // namespace dtorch

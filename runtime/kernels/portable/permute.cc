@@ -1,5 +1,7 @@
 // permute: x -> x with its dimensions reordered, output dim i = input dim perm[i] (runtime/OPS.md).
-// Attribute: perm is[] (a permutation of 0..ndim-1; negative entries are normalized).
+// Attribute: perm is[] (a permutation of 0..ndim-1; negative entries are normalized). float32, int64, int32 or bool:
+// elements are copied.
+#include "kernels/common/strided.h"
 #include "kernels/common/util.h"
 
 namespace dtorch {
@@ -8,9 +10,9 @@ namespace {
 using kernels::op_error;
 constexpr const char* kOp = "permute";
 
-Status check(const Attrs& attrs, const TensorView* in, int n_in, int* perm, Shape* out) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 1, 1));
-  DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", in[0], DType::kFloat32));
+Status check(const Attrs& attrs, const TensorView* in, int n_in, const TensorView* outs, int n_out, int* perm,
+             Shape* out) {
+  DTORCH_RETURN_IF_ERROR(kernels::check_signature(DTORCH_OP_SCHEMA(permute), attrs, in, n_in, outs, n_out));
   const Shape& s = in[0].shape;
   int64_t p[kMaxDims];
   int n = 0;
@@ -33,44 +35,30 @@ Status check(const Attrs& attrs, const TensorView* in, int n_in, int* perm, Shap
 }
 
 Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
   int perm[kMaxDims];
   *scratch_bytes = 0;
-  return check(attrs, in, n_in, perm, &out[0]);
+  return check(attrs, in, n_in, nullptr, n_out, perm, &out[0]);
 }
 
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
   int perm[kMaxDims];
   Shape o;
-  DTORCH_RETURN_IF_ERROR(check(*ctx.attrs, in, n_in, perm, &o));
+  DTORCH_RETURN_IF_ERROR(check(*ctx.attrs, in, n_in, out, n_out, perm, &o));
   if (o.numel() == 0) return Status::Ok();
   int64_t in_strides[kMaxDims], st[kMaxDims];
   kernels::contiguous_strides(in[0].shape, in_strides);
   for (int i = 0; i < o.ndim; ++i) st[i] = in_strides[perm[i]];
-  const float* x = in[0].as<const float>();
-  float* y = out[0].as<float>();
-  if (o.ndim == 0) {
-    y[0] = x[0];
+  // A permutation is a strided gather: output element (i0, ..., in) is x[sum_d i_d * st[d]].
+  return kernels::visit_dtype(kOp, in[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    kernels::strided_copy(ctx.pool, o, in[0].as<const T>(), 0, st, out[0].as<T>());
     return Status::Ok();
-  }
-  const int last = o.ndim - 1;
-  const int64_t cols = o.dims[last], cs = st[last];
-  const int64_t rows = o.numel() / cols;
-  kernels::parallel_chunks(ctx.pool, rows, 64, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      int64_t off = 0, rem = r;
-      for (int d = last - 1; d >= 0; --d) {
-        off += (rem % o.dims[d]) * st[d];
-        rem /= o.dims[d];
-      }
-      float* yr = y + r * cols;
-      for (int64_t j = 0; j < cols; ++j) yr[j] = x[off + j * cs];
-    }
   });
-  return Status::Ok();
 }
 
 }  // namespace
 DTORCH_REGISTER_KERNEL(permute, DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL(permute, DType::kInt64, infer, run);
+DTORCH_REGISTER_KERNEL(permute, DType::kInt32, infer, run);
+DTORCH_REGISTER_KERNEL(permute, DType::kBool, infer, run);
 }  // namespace dtorch

@@ -1,6 +1,7 @@
 // reshape: x -> the same elements with a new shape (runtime/OPS.md). Attribute: shape is[] where 0 copies
 // the input dimension at that position and -1 (at most one) is inferred. The output may be the input's
-// memory (the planner may run reshape in place); then nothing is copied.
+// memory (the planner may run reshape in place); then nothing is copied. float32, int64, int32 or bool: the bytes
+// are moved, whatever they hold.
 #include <cstring>
 
 #include "kernels/common/util.h"
@@ -11,9 +12,8 @@ namespace {
 using kernels::op_error;
 constexpr const char* kOp = "reshape";
 
-Status target(const Attrs& attrs, const TensorView* in, int n_in, Shape* out) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 1, 1));
-  DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", in[0], DType::kFloat32));
+Status target(const Attrs& attrs, const TensorView* in, int n_in, const TensorView* outs, int n_out, Shape* out) {
+  DTORCH_RETURN_IF_ERROR(kernels::check_signature(DTORCH_OP_SCHEMA(reshape), attrs, in, n_in, outs, n_out));
   int64_t spec[kMaxDims];
   int n = 0;
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_list(kOp, attrs, "shape", kMaxDims, spec, &n, true));
@@ -60,19 +60,20 @@ Status target(const Attrs& attrs, const TensorView* in, int n_in, Shape* out) {
 }
 
 Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
   *scratch_bytes = 0;
-  return target(attrs, in, n_in, &out[0]);
+  return target(attrs, in, n_in, nullptr, n_out, &out[0]);
 }
 
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
   Shape o;
-  DTORCH_RETURN_IF_ERROR(target(*ctx.attrs, in, n_in, &o));
+  DTORCH_RETURN_IF_ERROR(target(*ctx.attrs, in, n_in, out, n_out, &o));
   if (out[0].data != in[0].data && in[0].nbytes() > 0) std::memmove(out[0].data, in[0].data, in[0].nbytes());
   return Status::Ok();
 }
 
 }  // namespace
 DTORCH_REGISTER_KERNEL(reshape, DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL(reshape, DType::kInt64, infer, run);
+DTORCH_REGISTER_KERNEL(reshape, DType::kInt32, infer, run);
+DTORCH_REGISTER_KERNEL(reshape, DType::kBool, infer, run);
 }  // namespace dtorch

@@ -1,6 +1,6 @@
 // slice: x -> x[starts:ends:steps] along `axes` (runtime/OPS.md). Attributes: axes is[], starts is[],
 // ends is[], steps is[] (optional, default 1; each > 0). Starts and ends follow Python: negative values
-// count from the end, and both are clamped to [0, size].
+// count from the end, and both are clamped to [0, size]. float32, int64, int32 or bool: elements are copied.
 #include "kernels/common/strided.h"
 #include "kernels/common/util.h"
 
@@ -10,9 +10,9 @@ namespace {
 using kernels::op_error;
 constexpr const char* kOp = "slice";
 
-Status plan(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int64_t* offset, int64_t* strides) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 1, 1));
-  DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", in[0], DType::kFloat32));
+Status plan(const Attrs& attrs, const TensorView* in, int n_in, const TensorView* outs, int n_out, Shape* out,
+            int64_t* offset, int64_t* strides) {
+  DTORCH_RETURN_IF_ERROR(kernels::check_signature(DTORCH_OP_SCHEMA(slice), attrs, in, n_in, outs, n_out));
   const Shape& s = in[0].shape;
   int64_t axes[kMaxDims], starts[kMaxDims], ends[kMaxDims], steps[kMaxDims];
   int na = 0, ns = 0, ne = 0, nst = 0;
@@ -57,21 +57,25 @@ Status plan(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int6
 }
 
 Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
   int64_t offset = 0, strides[kMaxDims] = {};
   *scratch_bytes = 0;
-  return plan(attrs, in, n_in, &out[0], &offset, strides);
+  return plan(attrs, in, n_in, nullptr, n_out, &out[0], &offset, strides);
 }
 
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
   Shape o;
   int64_t offset = 0, strides[kMaxDims] = {};
-  DTORCH_RETURN_IF_ERROR(plan(*ctx.attrs, in, n_in, &o, &offset, strides));
-  kernels::strided_copy(ctx.pool, o, in[0].as<const float>(), offset, strides, out[0].as<float>());
-  return Status::Ok();
+  DTORCH_RETURN_IF_ERROR(plan(*ctx.attrs, in, n_in, out, n_out, &o, &offset, strides));
+  return kernels::visit_dtype(kOp, in[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    kernels::strided_copy(ctx.pool, o, in[0].as<const T>(), offset, strides, out[0].as<T>());
+    return Status::Ok();
+  });
 }
 
 }  // namespace
 DTORCH_REGISTER_KERNEL(slice, DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL(slice, DType::kInt64, infer, run);
+DTORCH_REGISTER_KERNEL(slice, DType::kInt32, infer, run);
+DTORCH_REGISTER_KERNEL(slice, DType::kBool, infer, run);
 }  // namespace dtorch

@@ -1,5 +1,6 @@
-"""Data-movement (concat, reshape, permute, slice, index_select, embedding, pad, expand) and reduction (sum, mean)
-kernels against NumPy / PyTorch, plus their errors."""
+"""Data-movement (concat, reshape, permute, slice, index_select, embedding, pad, expand) and reduction (sum, mean,
+amax, amin) kernels against NumPy / PyTorch, plus their errors. The data-movement kernels copy float32, int64, int32
+and bool elements alike; pad has torch's four modes."""
 
 from __future__ import annotations
 
@@ -7,6 +8,10 @@ import numpy as np
 import pytest
 import torch
 import torch.nn.functional as F
+from dtm_builder import DtmBuilder
+
+import dtorch as dt
+import dtorch.runtime as rt
 
 from .helpers import _C, assert_close, rand, run
 
@@ -99,7 +104,153 @@ def test_errors_name_the_op():
         _C.run_kernel("embedding", {}, [np.array([1, 10], np.int64), rand(rng, 10, 3)])
     with pytest.raises(ValueError, match=r"expand: cannot expand input \[2, 3\] to shape \[2, 4\]"):
         run("expand", dict(shape=[2, 4]), [x])
-    with pytest.raises(ValueError, match=r"pad attribute 'mode' is \"reflect\", expected one of \"constant\""):
-        run("pad", dict(pads=[1, 1], mode="reflect"), [x])
+    with pytest.raises(ValueError, match=r"pad attribute 'mode' is \"edge\", expected one of \"constant\", "
+                                         r"\"reflect\", \"replicate\", \"circular\""):
+        run("pad", dict(pads=[1, 1], mode="edge"), [x])
     with pytest.raises(Exception, match=r"slice attribute 'steps' is 0, outside \[1, inf\]"):
         run("slice", dict(axes=[0], starts=[0], ends=[2], steps=[0]), [x])
+
+
+# --- every dtype through the data-movement kernels (they copy elements: the same bits out) -------------------------
+
+_MOVED = {"float32": np.float32, "int64": np.int64, "int32": np.int32, "bool": np.bool_}
+
+
+def _moved(rng: np.random.Generator, dtype: str, *shape: int) -> np.ndarray:
+    if dtype == "bool":
+        return rng.random(shape) < 0.5
+    if dtype == "float32":
+        return rand(rng, *shape)
+    info = np.iinfo(_MOVED[dtype])
+    return rng.integers(info.min, info.max, size=shape, dtype=_MOVED[dtype], endpoint=True)
+
+
+@pytest.mark.parametrize("dtype", list(_MOVED))
+def test_data_movement_of_every_dtype(dtype):
+    rng = np.random.default_rng(47)
+    x = _moved(rng, dtype, 2, 3, 4)
+    t = torch.from_numpy(x)
+
+    def same(got, want):
+        assert got.dtype == _MOVED[dtype]
+        np.testing.assert_array_equal(got, want)
+
+    same(run("reshape", dict(shape=[0, -1]), [x]), x.reshape(2, 12))
+    y = _moved(rng, dtype, 2, 1, 4)
+    same(run("concat", dict(axis=1), [y, x]), torch.cat([torch.from_numpy(y), t], 1).numpy())
+    same(run("slice", dict(axes=[2, 0], starts=[-1, 0], ends=[-4, 2], steps=[1, 1]), [x]), x[:, :, -1:-4])
+    same(run("slice", dict(axes=[1], starts=[0], ends=[3], steps=[2]), [x], threads=2), x[:, 0:3:2])
+    same(run("expand", dict(shape=[3, 2, 3, 4]), [x]), t.expand(3, 2, 3, 4).numpy())
+    same(run("permute", dict(perm=[2, 0, 1]), [x], threads=3), t.permute(2, 0, 1).numpy())
+    idx = np.array([2, -1, 0, 0], np.int64)
+    same(run("index_select", dict(axis=1), [x, idx]), torch.index_select(t, 1, torch.tensor([2, 2, 0, 0])).numpy())
+    empty = _moved(rng, dtype, 0, 3)
+    same(run("permute", dict(perm=[1, 0]), [empty]), empty.T)
+    same(run("expand", dict(shape=[2, 0, 3]), [empty]), np.broadcast_to(empty, (2, 0, 3)))
+
+
+def test_data_movement_refuses_a_mismatched_output():
+    x = np.arange(6, dtype=np.int64)
+    with pytest.raises(ValueError, match=r"reshape: output 0 is declared float32, but the reshape kernel writes int64"):
+        _C.run_kernel("reshape", dict(shape=[2, 3]), [x], output_dtypes=["float32"])
+    with pytest.raises(ValueError, match=r"concat: output is int32 but the inputs are int64"):
+        _C.run_kernel("concat", dict(axis=0), [x, x], output_dtypes=["int32"])
+    with pytest.raises(ValueError, match=r"concat: input 1 has dtype bool but input 0 has int64"):
+        run("concat", dict(axis=0), [x, x.astype(bool)])
+
+
+# --- amax / amin -----------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("op", ["amax", "amin"])
+@pytest.mark.parametrize("axes,keep", [([1], False), ([0, 2], True), ([-1], False), (None, False), ([0, 1, 2], True),
+                                       ([], False)])
+def test_amax_amin_match_pytorch(op, axes, keep):
+    rng = np.random.default_rng(48)
+    x = rand(rng, 3, 4, 5)
+    x[1, 2, 3] = np.nan  # propagates into its outputs, as torch.amax
+    x[0, 0, :] = -np.inf
+    attrs = dict(keepdim=int(keep))
+    if axes is not None:
+        attrs["axes"] = axes
+    dims = tuple(range(3)) if axes is None else tuple(axes)
+    want = getattr(torch, op)(torch.from_numpy(x), dim=dims, keepdim=keep).numpy() if dims else x
+    got = run(op, attrs, [x], threads=2)
+    np.testing.assert_array_equal(got, want)
+    eager = getattr(dt, op)(dt.from_numpy(x), dim=dims, keepdim=keep).numpy() if dims else x  # dtorch eager
+    np.testing.assert_array_equal(got, eager)
+    xi = rng.integers(-(2**63), 2**63 - 1, size=(3, 4, 5), dtype=np.int64, endpoint=True)
+    want_i = getattr(torch, op)(torch.from_numpy(xi), dim=dims, keepdim=keep).numpy() if dims else xi
+    got_i = run(op, attrs, [xi])
+    assert got_i.dtype == np.int64
+    np.testing.assert_array_equal(got_i, want_i)
+
+
+def test_amax_amin_zero_size_and_errors():
+    x = np.zeros((0, 3), np.float32)
+    assert run("amax", dict(axes=[1]), [x]).shape == (0,)  # nothing reduced over an empty dim: an empty output
+    with pytest.raises(ValueError, match=r"amax: dimension 0 of input \[0, 3\] has size 0, which cannot be reduced"):
+        run("amax", dict(axes=[0]), [x])
+    with pytest.raises(ValueError, match=r"amin: dimension 0 of input \[0, 3\] has size 0"):
+        run("amin", {}, [x])
+    with pytest.raises(Exception, match=r"amax: axis 1 appears more than once"):
+        run("amax", dict(axes=[1, -1]), [np.ones((2, 3), np.float32)])
+    with pytest.raises(NotImplementedError, match=r"no kernel for operator 'amax' \(int32\)"):
+        run("amax", {}, [np.ones(3, np.int32)])
+
+
+# --- pad modes -------------------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("mode", ["reflect", "replicate", "circular"])
+@pytest.mark.parametrize("shape,pads", [((2, 3, 5), [2, 1]), ((2, 3, 5), [-1, 3]), ((2, 3, 5), [3, -1]),
+                                        ((2, 3, 5), [-2, -1]), ((2, 3, 5), [4, 0]), ((1, 2, 4, 5), [1, 2, 2, 1]),
+                                        ((1, 2, 4, 5), [0, 4, -1, 3]), ((2, 2, 3, 4, 5), [1, 1, 2, 0, 0, 2]),
+                                        ((0, 3, 5), [1, 2]), ((2, 3, 1), [0, 0]), ((2, 3, 5), [-1, 5])])
+def test_pad_modes_match_pytorch(mode, shape, pads):
+    rng = np.random.default_rng(49)
+    x = rand(rng, *shape)
+    try:
+        want = F.pad(torch.from_numpy(x), pads, mode=mode).numpy()
+    except (RuntimeError, NotImplementedError):  # torch refuses (e.g. circular pad > cropped size): so does the kernel
+        with pytest.raises(ValueError):
+            run("pad", dict(pads=pads, mode=mode), [x])
+        return
+    for threads in (1, 3):
+        np.testing.assert_array_equal(run("pad", dict(pads=pads, mode=mode), [x], threads=threads), want)
+
+
+def test_pad_modes_beyond_torchs_ranks():
+    """The kernel pads any rank (torch's non-constant modes take 2-D to 5-D inputs with 1 to 3 padded dims)."""
+    rng = np.random.default_rng(50)
+    x = rand(rng, 5)
+    np.testing.assert_array_equal(run("pad", dict(pads=[2, 3], mode="reflect"), [x]), np.pad(x, (2, 3), "reflect"))
+    y = rand(rng, 2, 3, 4, 2)
+    pads = [1, 1, 2, 1, 1, 2, 1, 0]  # every dimension, PyTorch order
+    for mode, np_mode in (("reflect", "reflect"), ("replicate", "edge"), ("circular", "wrap")):
+        want = np.pad(y, [(1, 0), (1, 2), (2, 1), (1, 1)], np_mode)
+        np.testing.assert_array_equal(run("pad", dict(pads=pads, mode=mode), [y]), want)
+
+
+def test_pad_mode_errors():
+    x = np.ones((1, 2, 5), np.float32)
+    with pytest.raises(ValueError, match=r"pad: mode \"reflect\" with pads \(5, 0\) for dimension 2 of input "
+                                         r"\[1, 2, 5\]: each pad must be smaller than the dimension"):
+        run("pad", dict(pads=[5, 0], mode="reflect"), [x])
+    with pytest.raises(ValueError, match=r"pad: mode \"reflect\" with pads \(0, 2\) for dimension 1"):
+        run("pad", dict(pads=[1, 1, 0, 2], mode="reflect"), [x])
+    with pytest.raises(ValueError, match=r"pad: mode \"circular\" with pads \(6, 0\) .* at most the dimension \(it "
+                                         r"would wrap around more than once"):
+        run("pad", dict(pads=[6, 0], mode="circular"), [x])
+    with pytest.raises(ValueError, match=r"pad: mode \"circular\" with pads \(-5, 1\) .* leave nothing to wrap"):
+        run("pad", dict(pads=[-5, 1], mode="circular"), [x])
+    # cropped to 2 elements, then wrapped three times (torch agrees; it reads outside the input for (4, -3))
+    np.testing.assert_array_equal(run("pad", dict(pads=[-3, 4], mode="circular"), [np.arange(5, dtype=np.float32)]),
+                                  [3, 4, 3, 4, 3, 4])
+    np.testing.assert_array_equal(run("pad", dict(pads=[4, -3], mode="circular"), [np.arange(5, dtype=np.float32)]),
+                                  [0, 1, 0, 1, 0, 1])
+    with pytest.raises(ValueError, match=r"pad: mode \"replicate\" with pads \(1, 0\) for dimension 2 of input "
+                                         r"\[1, 2, 0\]: the dimension is empty"):
+        run("pad", dict(pads=[1, 0], mode="replicate"), [np.ones((1, 2, 0), np.float32)])
+    g = DtmBuilder()
+    g.node("pad", [g.input("x", [1, 2, 5])], [g.output("y", [1, 2, 11])], dict(pads=[5, 1], mode="reflect"))
+    with pytest.raises(rt.InvalidModelError, match=r"each pad must be smaller than the dimension"):
+        rt.InferenceSession(g.build())
