@@ -34,10 +34,16 @@ def main() -> None:
 @click.option("--board", default="rk3588", show_default=True,
               help="Build a bundle for this board at the end (dtorch-edge build) and run it emulated (dtorch-edge "
                    "emulate); 'none' to skip.")
+@click.option("--onnx", "onnx_file", type=click.Path(dir_okay=False, path_type=Path), default=None,
+              help="Skip training: run the deploy half (import, build, emulate) on this ONNX model.")
 def demo(out: Path, epochs: int, batch_size: int, lr: float, workers: int, seed: int, amp: str | None,
-         json_out: Path | None, quiet: bool, board: str) -> None:
+         json_out: Path | None, quiet: bool, board: str, onnx_file: Path | None) -> None:
     """Train SimpleNet on the bundled 8x8 digits (as 32x32 RGB images), save it, export it to .dtm, check the C++
-    runtime against eager mode, build a bundle for --board and run it on the emulated board."""
+    runtime against eager mode, build a bundle for --board and run it on the emulated board. With --onnx FILE: the
+    same deploy half for a model trained anywhere."""
+    if onnx_file is not None:
+        _demo_onnx(onnx_file, out, board, quiet, json_out)
+        return
     from .demo import DemoConfig, run_demo
 
     cfg = DemoConfig(out=out, epochs=epochs, batch_size=batch_size, lr=lr, workers=workers, seed=seed, amp=amp,
@@ -91,6 +97,63 @@ def demo(out: Path, epochs: int, batch_size: int, lr: float, workers: int, seed:
             click.echo(res.to_json())
         else:
             json_out.write_text(res.to_json() + "\n")
+
+
+def _demo_onnx(src: Path, out: Path, board: str, quiet: bool, json_out: Path | None) -> None:
+    """dtorch-edge demo --onnx: import the file, build a bundle for `board`, run it emulated against the host."""
+    import json
+
+    import numpy as np
+
+    from .. import runtime as rt
+    from ..onnx import OnnxImportError, import_model
+    from .build import BuildError, build_bundle
+    from .emulate import EmulateError
+    from .emulate import emulate as run_emulation
+
+    out.mkdir(parents=True, exist_ok=True)
+    dtm = out / f"{src.stem}.dtm"
+    try:
+        report = import_model(src, dtm, dynamic_axes=[])
+    except OnnxImportError as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    click.echo(report.summary())
+    figures: dict[str, object] = {"import": {"onnx_nodes": report.onnx_nodes, "nodes": report.nodes_after_passes,
+                                             "parity": report.parity, "arena_bytes": report.arena_size}}
+    if board != "none":
+        sess = rt.InferenceSession(str(dtm))
+        rng = np.random.default_rng(0)
+        inputs = []
+        specs = sess.get_inputs()
+        for spec in specs:
+            shape = [int(d) for d in spec.shape]
+            dt = np.dtype(spec.dtype)
+            # emulate takes one .npy per run for a one-input model; others run on zeros (its default)
+            rand = dt.kind == "f" and len(specs) == 1
+            inputs.append(rng.standard_normal(shape).astype(dt) if rand else np.zeros(shape, dt))
+        data = []
+        if len(specs) == 1:
+            np.save(out / "input.npy", inputs[0])
+            data = [out / "input.npy"]
+        host = sess.run(None, {s.name: x for s, x in zip(specs, inputs)})
+        try:
+            b = build_bundle(board, [dtm], out=out / "dist", log=click.echo, progress=not quiet)
+            rep = run_emulation(board, bundle=b.dist, data=data,
+                                eager=lambda _inputs: host, runs=3, bench_runs=10, log=click.echo, progress=not quiet,
+                                runner="local")
+        except (BuildError, EmulateError) as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(1)
+        for line in rep.lines():
+            click.echo(line)
+        figures["emulated"] = rep.to_json()
+        if not rep.parity_pass:
+            click.echo(f"error: the emulated {board} does not match the host", err=True)
+            sys.exit(1)
+    if json_out is not None:
+        text = json.dumps(figures, indent=2, default=str)
+        click.echo(text) if str(json_out) == "-" else json_out.write_text(text + "\n")
 
 
 def _fmt_tensor(f: object, i: int) -> str:
