@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from .._export.graph import Node, Value, c_array, constant
-from ..catalogue import CATALOGUE
+from ..catalogue import CATALOGUE, signature_for
 from .errors import OnnxImportError
 
 if TYPE_CHECKING:
@@ -87,14 +87,10 @@ def _attr_value(a: Any) -> Any:
     return a  # graphs, sparse tensors, type protos: the translator that needs one says so
 
 
-def _kernel_outputs(op: str, inputs: list[Value | None]) -> list[str]:
-    """The output dtypes of catalogue `op` for these inputs (its signature keyed by the first present input)."""
-    entry = CATALOGUE[op]
-    key = next((np.dtype(v.dtype).name for v in inputs if v is not None), None)
-    sig = next((s for s in entry.signatures if s.key == key), None)
-    if sig is None:
-        return []
-    return list(sig.outputs)
+def _kernel_outputs(op: str, inputs: list[Value | None], attrs: dict[str, Any]) -> list[str]:
+    """The output dtypes of catalogue `op` for these inputs (the signature they match in full); [] for none."""
+    sig = signature_for(op, [None if v is None else np.dtype(v.dtype).name for v in inputs], attrs)
+    return [] if sig is None else list(sig.outputs)
 
 
 class Ctx:
@@ -168,11 +164,11 @@ class Ctx:
         ins = list(inputs)
         if op not in CATALOGUE:
             raise self.fail(f"internal error: '{op}' is not a catalogue operator")
-        dtypes = _kernel_outputs(op, ins)
+        dtypes = _kernel_outputs(op, ins, attrs)
         if not dtypes:
-            got = ", ".join(np.dtype(v.dtype).name for v in ins if v is not None)
-            takes = ", ".join(s.key for s in CATALOGUE[op].signatures)
-            raise self.fail(f"the runtime's '{op}' takes {takes} inputs, this node gives it {got}")
+            got = ", ".join("-" if v is None else np.dtype(v.dtype).name for v in ins)
+            takes = "; ".join(f"({', '.join(s.inputs)})" for s in CATALOGUE[op].signatures)
+            raise self.fail(f"the runtime's '{op}' takes {takes}; this node gives it ({got})")
         results = self.spec.run_kernel(self, op, attrs, ins, dtypes[:num_outputs])
         if self.fold and all(v is None or v.is_const for v in ins):  # known inputs: the result is a constant, no node
             outs = [self.constant(c_array(r)) for r in results]

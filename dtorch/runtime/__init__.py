@@ -211,6 +211,7 @@ class InferenceSession:
             if value.dtype != arg.dtype:
                 raise TypeError(f"input {arg.name!r} has dtype {value.dtype} but the model expects {arg.dtype}; "
                                 f"convert it with .astype(numpy.{arg.dtype})")
-            arrays.append(np.ascontiguousarray(value))
+            # np.ascontiguousarray would make a 0-d (scalar) input 1-d
+            arrays.append(value if value.flags.c_contiguous else value.copy(order="C"))
         results = self._sess.run(arrays)
         return [results[i] for i in picks]

@@ -90,7 +90,8 @@ py::array as_view(py::handle obj, const std::string& what, TensorView* view) {
     throw_status(Status(StatusCode::kInvalidArgument,
                         what + " must be a numpy.ndarray, got " + std::string(py::str(py::type::of(obj).attr("__name__"))) +
                             "; wrap it with numpy.asarray(..., dtype=numpy.float32)"));
-  py::array arr = py::module_::import("numpy").attr("ascontiguousarray")(obj);
+  // asarray(order="C"), not ascontiguousarray, which makes a 0-d (scalar) array 1-d
+  py::array arr = py::module_::import("numpy").attr("asarray")(obj, py::arg("order") = "C");
   if (!arr.dtype().attr("isnative").cast<bool>())
     throw_status(Status(StatusCode::kInvalidArgument,
                         what + " has non-native byte order; convert it with .astype(a.dtype.newbyteorder('='))"));

@@ -16,8 +16,8 @@ _BINARY = {"Add": "add", "Sub": "sub", "Mul": "mul", "Div": "div", "Pow": "pow"}
 @translates(*_BINARY)
 def binary(ctx: Ctx) -> Sequence[Value]:
     a, b = ctx.input(0), ctx.input(1)
-    if ctx.op_type == "Pow":
-        b = as_float(ctx, b)
+    if ctx.op_type == "Pow" and np.dtype(a.dtype) == np.float32 and np.dtype(b.dtype) != np.float32:
+        b = as_float(ctx, b) if b.is_const else ctx.emit1("cast", [b], {"to": "float32"})
     return [ctx.emit1(_BINARY[ctx.op_type], [a, b])]
 
 
@@ -152,9 +152,8 @@ def dropout(ctx: Ctx) -> Sequence[Value | None]:
         training = ctx.const(2, "training_mode")
         if training is not None and bool(np.asarray(training).reshape(-1)[0]):
             raise ctx.fail("training_mode is true; dtorch imports models for inference (export them in eval mode)")
-    if ctx.output_used(1):
-        raise ctx.fail("its mask output is used; at inference the mask is all true, export the model in eval mode")
-    return [x, None]
+    mask = ctx.constant(np.ones(ctx.shape(x), dtype=np.bool_)) if ctx.output_used(1) else None
+    return [x, mask]  # at inference the mask is all true
 
 
 _COMPARE = {"Equal": "equal", "Less": "less", "Greater": "greater"}

@@ -192,8 +192,6 @@ def group_norm(ctx: Ctx) -> Sequence[Value]:
 
 @translates("LayerNormalization")
 def layer_norm(ctx: Ctx) -> Sequence[Value | None]:
-    if ctx.output_used(1) or ctx.output_used(2):
-        raise ctx.fail("its Mean / InvStdDev outputs are used (training graphs are not supported)")
     x = ctx.input(0)
     rank = len(x.shape)
     axis = norm_axis(ctx, int(ctx.attr("axis", -1)), rank)
@@ -209,9 +207,17 @@ def layer_norm(ctx: Ctx) -> Sequence[Value | None]:
             except ValueError:
                 raise ctx.fail(f"{what} of shape {list(v.shape)} does not broadcast to {list(norm_shape)}") from None
         params.append(v)
-    y = ctx.emit1("layer_norm", [x, *params], {"normalized_ndim": rank - axis,
-                                              "eps": float(ctx.attr("epsilon", 1e-5))})
-    return [y, None, None]
+    eps = float(ctx.attr("epsilon", 1e-5))
+    y = ctx.emit1("layer_norm", [x, *params], {"normalized_ndim": rank - axis, "eps": eps})
+    if not (ctx.output_used(1) or ctx.output_used(2)):
+        return [y, None, None]
+    # Mean and InvStdDev (training graphs, the backend tests): the statistics over the normalized dims, kept as 1.
+    axes = {"axes": list(range(axis, rank)), "keepdim": 1}
+    mean = ctx.emit1("mean", [x], axes)
+    d = ctx.emit1("sub", [x, mean])
+    var = ctx.emit1("mean", [ctx.emit1("mul", [d, d])], axes)
+    inv = ctx.emit1("rsqrt", [ctx.emit1("add", [var, scalar_const(ctx, eps)])])
+    return [y, mean, inv]
 
 
 def _softmax_like(ctx: Ctx, op: str) -> Sequence[Value]:
