@@ -5,7 +5,9 @@ Any structural difference (another operator, another module, other connections, 
 constant that changed) means Python control flow or a created constant depends on tensor shapes or values,
 which one graph cannot express: `ExportError` names the module path where the two graphs diverge.
 Reshape targets: an entry that differs between the traces becomes 0 (copy the input dim at that position)
-when it equals the input's dim at the same position in both traces, else -1 when it is the only such entry.
+when it equals the input's dim at the same position in both traces, else -1 when it is the only such entry,
+else (and for expand) it is read at run time from a dimension of an earlier tensor that has those sizes in both
+traces (the operator's `like` input and `like_dims`).
 """
 
 from __future__ import annotations
@@ -81,12 +83,13 @@ class _Merge:
     def attrs(self, i: int, na: Node, nb: Node) -> None:
         if set(na.attrs) != set(nb.attrs):
             raise self.diverge(i, "different attributes")
-        for k, va in na.attrs.items():
+        for k, va in list(na.attrs.items()):
             vb = nb.attrs[k]
             if _eq(va, vb):
                 continue
             if na.op in ("reshape", "expand") and k == "shape":
                 na.attrs[k] = self.symbolic(na, nb)
+                self.shape_follows = True
                 continue
             raise ExportError(f"attribute '{k}' of operator '{na.op}' at {where(na.name)} changes with the dynamic "
                               f"dimension(s) {self.desc} ({va} vs {vb}), which opset 13 cannot express (e.g. a slice "
@@ -112,6 +115,8 @@ class _Merge:
                 free.append(j)
         if na.op == "reshape" and len(free) == 1:
             out[free[0]] = -1
+        elif free and self.like(na, free, _sizes(sa, ia, lead), _sizes(sb, ib, lead)):
+            pass
         elif free:
             raise ExportError(f"{na.op} at {where(na.name)} has target entries {[sa[j] for j in free]} (positions "
                               f"{free}) that change with the dynamic dimension(s) {self.desc} in a way that one "
@@ -119,11 +124,36 @@ class _Merge:
                               f"computed from the dynamic ones.")
         return out
 
+    def like(self, na: Node, free: list[int], sa: list[int], sb: list[int]) -> bool:
+        """Target entries that vary with the dynamic dims but are no input dim at their position: read them at run
+        time from a tensor computed before the node (a graph input first) that has that size at some dimension in
+        both traces (the `like` input and `like_dims` of reshape/expand). False when none has."""
+        if len(na.inputs) > 1:
+            return False
+        for v in self.seen:
+            vb = self.map[v.uid]
+            dims: list[int] = []
+            for j in free:
+                k = next((k for k in range(len(v.shape)) if v.shape[k] == sa[j] and vb.shape[k] == sb[j]), -1)
+                if k < 0:
+                    break
+                dims.append(k)
+            else:
+                like_dims = [-1] * len(sa)
+                for j, k in zip(free, dims):
+                    like_dims[j] = k
+                na.inputs = [na.inputs[0], v]
+                na.attrs["like_dims"] = like_dims
+                return True
+        return False
+
     def run(self) -> None:
         ga, gb = self.ga, self.gb
+        self.seen: list[Value] = []  # the non-constant values of `ga` computed so far (graph inputs first)
         for a, b in zip(ga.inputs, gb.inputs):
             self.map[a.uid] = b
             a.dims = _dims(a, b, self.names)
+            self.seen.append(a)
         for i in range(max(len(ga.nodes), len(gb.nodes))):
             if i >= len(ga.nodes) or i >= len(gb.nodes):
                 raise self.diverge(i, "one trace has more operators")
@@ -131,7 +161,13 @@ class _Merge:
             if na.op != nb.op or na.name != nb.name or len(na.outputs) != len(nb.outputs):
                 raise self.diverge(i)
             self.inputs(i, na, nb)
+            self.shape_follows = False
             self.attrs(i, na, nb)
+            if self.shape_follows or any(v is not None and v.data is None for v in na.inputs):
+                # A target that follows the dynamic dims (e.g. a constant expanded to the batch) makes the result,
+                # and everything computed from it, a value of the running model, not a constant.
+                for o in (*na.outputs, *nb.outputs):
+                    o.data = None
             for oa, ob in zip(na.outputs, nb.outputs):
                 if (oa.data is None) != (ob.data is None) or len(oa.shape) != len(ob.shape):
                     raise self.diverge(i)
@@ -142,6 +178,8 @@ class _Merge:
                                       f"operators from the input, or make that dimension static.")
                 self.map[oa.uid] = ob
                 oa.dims = _dims(oa, ob, self.names)
+                if oa.data is None:
+                    self.seen.append(oa)
             for v in na.inputs:
                 if v is not None and v.dims is None:
                     v.dims = list(v.shape)
@@ -149,6 +187,11 @@ class _Merge:
             if self.map.get(a.uid) is not b:
                 raise ExportError(f"the model's outputs come from different operators when the dynamic dimension(s) "
                                   f"{self.desc} change; Python control flow in forward depends on tensor shapes")
+
+
+def _sizes(target: list[int], x: Value, lead: int) -> list[int]:
+    """The sizes a reshape/expand target means for input `x` (0 entries: x's dim at that position)."""
+    return [int(x.shape[j - lead]) if t == 0 and 0 <= j - lead < len(x.shape) else t for j, t in enumerate(target)]
 
 
 def _eq(a: Any, b: Any) -> bool:

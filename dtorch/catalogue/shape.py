@@ -18,15 +18,23 @@ _PAD_DOC = ("padding as torch.nn.functional.pad, of any rank (the pads apply to 
             "negative pads, as often as needed (each pad at most the dimension, as torch checks; nothing left to wrap is "
             "refused)")
 
+#: reshape and expand read some target dims from another tensor at run time: `like` (any movable dtype) and, per
+#: target entry, the dimension of `like` it takes (-1: the `shape` entry). This is how a target that depends on a
+#: dynamic dimension stays symbolic when no 0 / -1 entry can say it (e.g. expanding a constant to the batch).
+_LIKE = Operand("like", "optional: a tensor whose dimensions `like_dims` reads (its data is never read)", optional=True)
+_LIKE_DIMS = Attr("like_dims", "ints", None, lo=-1, hi=_MAXD - 1, length=(0, _MAXD),
+                  doc="one per `shape` entry: k >= 0 takes like.shape[k] at run time, -1 the `shape` entry")
+_MOVED_LIKE = tuple(Signature((d, e), (d,)) for d in MOVABLE_DTYPES for e in MOVABLE_DTYPES)
+
 OPS = [
     OpDef("concat", "concatenation along `axis`", (Operand("x", "one or more tensors", variadic=True),),
           attrs=(Attr("axis", "int", 0, lo=0, hi=_MAXD - 1),),
           signatures=_MOVED, shape="sizes add along axis", eager=("cat", "stack"),
           family="shape"),
-    OpDef("reshape", "the same elements in a new shape", (Operand("x"),),
+    OpDef("reshape", "the same elements in a new shape", (Operand("x"), _LIKE),
           attrs=(Attr("shape", "ints", lo=-1, length=(0, _MAXD),
-                      doc="0 = copy the input dim at that position, -1 = inferred (at most one)"),),
-          signatures=_MOVED, shape="`shape`", eager=("reshape", "index", "stack"), family="shape"),
+                      doc="0 = copy the input dim at that position, -1 = inferred (at most one)"), _LIKE_DIMS),
+          signatures=_MOVED_LIKE, shape="`shape` (entries from like.shape where like_dims says)", eager=("reshape", "index", "stack"), family="shape"),
     OpDef("permute", "dimensions reordered", (Operand("x"),),
           attrs=(Attr("perm", "ints", lo=0, hi=_MAXD - 1, length=(0, _MAXD)),), signatures=_MOVED,
           shape="x.shape[perm]", eager=("permute",), family="shape"),
@@ -50,7 +58,7 @@ OPS = [
                  Attr("mode", "string", "constant", choices=_PAD_MODES),
                  Attr("value", "float", 0.0, doc="mode constant only")),
           shape="each padded dim grows by lo + hi", eager=("pad",), family="shape"),
-    OpDef("expand", "broadcast to `shape`", (Operand("x"),),
-          attrs=(Attr("shape", "ints", lo=0, length=(0, _MAXD), doc="0 = keep the input dim"),),
-          signatures=_MOVED, shape="`shape`", eager=("expand",), family="shape"),
+    OpDef("expand", "broadcast to `shape`", (Operand("x"), _LIKE),
+          attrs=(Attr("shape", "ints", lo=0, length=(0, _MAXD), doc="0 = keep the input dim"), _LIKE_DIMS),
+          signatures=_MOVED_LIKE, shape="`shape` (entries from like.shape where like_dims says)", eager=("expand",), family="shape"),
 ]

@@ -757,15 +757,26 @@ def _resize(b: _Builder, n: _N) -> None:
 # ---------------------------------------------------------------------------- shapes, reductions
 
 
+def _target(b: _Builder, n: _N, entries: list[int]) -> str:
+    """A reshape/expand target: constant, or (with `like_dims`) a Concat of constants and dims of Shape(like)."""
+    like_dims = [int(k) for k in (n.attrs.get("like_dims") or [])]
+    if not like_dims or n.x(1) is None:
+        return b.ints(entries)
+    shape = b.op("Shape", [n.req(1)])
+    parts = [b.op("Gather", [shape, b.ints([k])], axis=0) if k >= 0 else b.ints([e])
+             for e, k in zip(entries, like_dims)]
+    return b.op("Concat", parts, axis=0)
+
+
 def _reshape(b: _Builder, n: _N) -> None:
     # ONNX Reshape (allowzero = 0, the default) reads 0 as "copy the input dim" and -1 as "inferred", as the
     # catalogue does, so a symbolic target keeps working at other sizes.
-    b.op("Reshape", [n.req(), b.ints(n.attrs["shape"])], n.out)
+    b.op("Reshape", [n.req(), _target(b, n, [int(s) for s in n.attrs["shape"]])], n.out)
 
 
 def _expand(b: _Builder, n: _N) -> None:
     # A 0 entry keeps the input dim; ONNX Expand broadcasts both ways, so 1 there does the same at any size.
-    b.op("Expand", [n.req(), b.ints([1 if s == 0 else int(s) for s in n.attrs["shape"]])], n.out)
+    b.op("Expand", [n.req(), _target(b, n, [1 if s == 0 else int(s) for s in n.attrs["shape"]])], n.out)
 
 
 def _permute(b: _Builder, n: _N) -> None:

@@ -30,10 +30,19 @@ inline constexpr DType dtypes_3c4bd49986[] = {DType::kFloat32, DType::kFloat32, 
 inline constexpr DType dtypes_8c41980022[] = {DType::kInt64, DType::kFloat32};
 inline constexpr DType dtypes_60ee91f605[] = {DType::kInt64, DType::kInt64};
 inline constexpr DType dtypes_e0c87cbccc[] = {DType::kInt32, DType::kInt32};
-inline constexpr const char* const string_choices_49484034b7[] = {"none", "tanh"};
 inline constexpr DType dtypes_98fae34187[] = {DType::kFloat32, DType::kInt64};
+inline constexpr DType dtypes_3309a1236c[] = {DType::kFloat32, DType::kInt32};
+inline constexpr DType dtypes_4ab3a41210[] = {DType::kFloat32, DType::kBool};
+inline constexpr DType dtypes_46f62b39de[] = {DType::kInt64, DType::kInt32};
+inline constexpr DType dtypes_9ec4d6e877[] = {DType::kInt64, DType::kBool};
+inline constexpr DType dtypes_771ff3cbf0[] = {DType::kInt32, DType::kFloat32};
 inline constexpr DType dtypes_c01e69a87a[] = {DType::kInt32, DType::kInt64};
+inline constexpr DType dtypes_2838c67d46[] = {DType::kInt32, DType::kBool};
+inline constexpr DType dtypes_5fcebe6f67[] = {DType::kBool, DType::kFloat32};
 inline constexpr DType dtypes_7818c6c7c4[] = {DType::kBool, DType::kInt64};
+inline constexpr DType dtypes_0972b955d4[] = {DType::kBool, DType::kInt32};
+inline constexpr DType dtypes_7d8f846ad1[] = {DType::kBool, DType::kBool};
+inline constexpr const char* const string_choices_49484034b7[] = {"none", "tanh"};
 inline constexpr const char* const string_choices_b7701c0d2f[] = {"constant", "reflect", "replicate", "circular"};
 inline constexpr const char* const string_choices_9c5243582b[] = {"nearest", "linear", "cubic"};
 inline constexpr const char* const string_choices_30918c8fb4[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
@@ -196,9 +205,10 @@ inline constexpr OpSchema op_exp = {"exp", 1, 1, 0x0, 1, nullptr, 0, op_exp_sign
 // expand: broadcast to `shape`
 inline constexpr AttrSpec op_expand_attrs[] = {
     {"shape", AttrKind::kInts, true, true, false, 0.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"like_dims", AttrKind::kInts, false, true, true, -1.0, 7.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_expand_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}};
-inline constexpr OpSchema op_expand = {"expand", 1, 1, 0x0, 1, op_expand_attrs, 1, op_expand_signatures, 4, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_expand_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_3309a1236c, 2, dtypes_86f5a46ec9, 1}, {dtypes_4ab3a41210, 2, dtypes_86f5a46ec9, 1}, {dtypes_8c41980022, 2, dtypes_6417adc7fa, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_46f62b39de, 2, dtypes_6417adc7fa, 1}, {dtypes_9ec4d6e877, 2, dtypes_6417adc7fa, 1}, {dtypes_771ff3cbf0, 2, dtypes_2c552f0a05, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}, {dtypes_2838c67d46, 2, dtypes_2c552f0a05, 1}, {dtypes_5fcebe6f67, 2, dtypes_78fcd5eaeb, 1}, {dtypes_7818c6c7c4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_0972b955d4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_7d8f846ad1, 2, dtypes_78fcd5eaeb, 1}};
+inline constexpr OpSchema op_expand = {"expand", 1, 2, 0x2, 1, op_expand_attrs, 2, op_expand_signatures, 16, InPlace::kNone, nullptr};
 
 // gelu: x * Phi(x): erf form, or the tanh approximation
 inline constexpr AttrSpec op_gelu_attrs[] = {
@@ -356,9 +366,10 @@ inline constexpr OpSchema op_relu = {"relu", 1, 1, 0x0, 1, nullptr, 0, op_relu_s
 // reshape: the same elements in a new shape
 inline constexpr AttrSpec op_reshape_attrs[] = {
     {"shape", AttrKind::kInts, true, true, false, -1.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"like_dims", AttrKind::kInts, false, true, true, -1.0, 7.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_reshape_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}};
-inline constexpr OpSchema op_reshape = {"reshape", 1, 1, 0x0, 1, op_reshape_attrs, 1, op_reshape_signatures, 4, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_reshape_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_3309a1236c, 2, dtypes_86f5a46ec9, 1}, {dtypes_4ab3a41210, 2, dtypes_86f5a46ec9, 1}, {dtypes_8c41980022, 2, dtypes_6417adc7fa, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_46f62b39de, 2, dtypes_6417adc7fa, 1}, {dtypes_9ec4d6e877, 2, dtypes_6417adc7fa, 1}, {dtypes_771ff3cbf0, 2, dtypes_2c552f0a05, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}, {dtypes_2838c67d46, 2, dtypes_2c552f0a05, 1}, {dtypes_5fcebe6f67, 2, dtypes_78fcd5eaeb, 1}, {dtypes_7818c6c7c4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_0972b955d4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_7d8f846ad1, 2, dtypes_78fcd5eaeb, 1}};
+inline constexpr OpSchema op_reshape = {"reshape", 1, 2, 0x2, 1, op_reshape_attrs, 2, op_reshape_signatures, 16, InPlace::kNone, nullptr};
 
 // resize: ONNX Resize (opsets 11-19): each output coordinate is mapped to the input by `coordinate_transformation_mode`, then nearest, N-linear or N-cubic interpolation over every dimension
 inline constexpr AttrSpec op_resize_attrs[] = {

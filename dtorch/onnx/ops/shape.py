@@ -215,7 +215,7 @@ def expand(ctx: Ctx) -> Sequence[Value]:
         out = list(np.broadcast_shapes(shape, tuple(target)))
     except ValueError:
         raise ctx.fail(f"shape {target} does not broadcast with the input {list(shape)}") from None
-    if tuple(out) == shape:
+    if tuple(out) == shape and ctx.fold:  # (not folding: the target follows a dynamic dim, keep the operator)
         return [x]
     lead = len(out) - len(shape)
     attr = [0 if i >= lead and out[i] == shape[i - lead] else out[i] for i in range(len(out))]

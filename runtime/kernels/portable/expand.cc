@@ -1,6 +1,7 @@
 // expand: x -> x broadcast to `shape` (runtime/OPS.md). Attribute: shape is[] (rank >= the input's; the
 // input aligns to the right; 0 or -1 keeps the input dimension; an input dimension must be 1 or equal). float32,
-// int64, int32 or bool: elements are copied.
+// int64, int32 or bool: elements are copied. Entries may come from the optional input `like` (like_dims).
+#include "kernels/common/like.h"
 #include "kernels/common/strided.h"
 #include "kernels/common/util.h"
 
@@ -17,6 +18,7 @@ Status plan(const Attrs& attrs, const TensorView* in, int n_in, const TensorView
   int64_t spec[kMaxDims];
   int n = 0;
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_list(kOp, attrs, "shape", kMaxDims, spec, &n, true));
+  DTORCH_RETURN_IF_ERROR(kernels::apply_like_dims(kOp, attrs, in, n_in, spec, n));
   if (n < s.ndim)
     return op_error(StatusCode::kInvalidArgument, kOp, "shape %s has fewer dimensions than the input %s",
                     kernels::ints_str(spec, n).c_str(), ::dtorch::shape_str(s).c_str());

@@ -1,9 +1,10 @@
 // reshape: x -> the same elements with a new shape (runtime/OPS.md). Attribute: shape is[] where 0 copies
 // the input dimension at that position and -1 (at most one) is inferred. The output may be the input's
 // memory (the planner may run reshape in place); then nothing is copied. float32, int64, int32 or bool: the bytes
-// are moved, whatever they hold.
+// are moved, whatever they hold. Entries may come from the optional input `like` (like_dims).
 #include <cstring>
 
+#include "kernels/common/like.h"
 #include "kernels/common/util.h"
 
 namespace dtorch {
@@ -17,6 +18,7 @@ Status target(const Attrs& attrs, const TensorView* in, int n_in, const TensorVi
   int64_t spec[kMaxDims];
   int n = 0;
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_list(kOp, attrs, "shape", kMaxDims, spec, &n, true));
+  DTORCH_RETURN_IF_ERROR(kernels::apply_like_dims(kOp, attrs, in, n_in, spec, n));
   const Shape& s = in[0].shape;
   Shape o;
   o.ndim = n;
