@@ -405,7 +405,7 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
     Shape s;
     bool fits = ex != nullptr && read_shape(ex, "an example shape", &s).ok() && s.ndim == declared.ndim;
     for (int d = 0; fits && d < s.ndim; ++d)
-      fits = s.dims[d] >= 1 && (declared.dims[d] < 0 || declared.dims[d] == s.dims[d]);
+      fits = s.dims[d] >= 0 && (declared.dims[d] < 0 || declared.dims[d] == s.dims[d]);
     if (!fits) {
       m.example_input_shapes.clear();
       break;
