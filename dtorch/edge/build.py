@@ -234,7 +234,8 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
                  toolchain: str | None = None, out: str | os.PathLike[str] = "dist", jobs: int | None = None,
                  verify: bool = True, compare_full: bool = True, log: Callable[[str], None] = print,
                  progress: bool = True, data: Sequence[str | os.PathLike[str]] = (),
-                 profile: str | None = None, sign: str | os.PathLike[str] | None = None) -> BuildResult:
+                 profile: str | None = None, sign: str | os.PathLike[str] | None = None,
+                 agent: bool = True) -> BuildResult:
     from .. import __version__
     from .boards import BoardError
     from .build_plan import CORE_FLAGS, PlanError, make_plan
@@ -296,12 +297,15 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
 
     log(f"board {plan.board.name} ({plan.board.arch}), toolchain {plan.toolchain.family} ({plan.found.version}), "
         f"profile {plan.profile}, {len(op_list.entries())} op(s): {', '.join(op_list.entries())}")
-    up_to_date = run_build(plan, f"dtorch-run for {plan.board.name}", agent=True)
+    up_to_date = run_build(plan, f"dtorch-run for {plan.board.name}", agent=agent)
     exe = root / plan.variant / "dtorch-run"
     agent_exe: Path | None = root / plan.variant / "dtorch-agent"
     log(f"{'up to date, nothing rebuilt' if up_to_date else 'built'}: {exe.relative_to(root)}")
     if not plan.has_agent:
         agent_exe = None
+    elif not agent:
+        agent_exe = None
+        log("no dtorch-agent in this bundle (--no-agent): `dtorch-edge flash` cannot serve it")
     elif agent_exe is not None and agent_exe.is_file() and _sodium_ready():
         log(f"{'up to date' if up_to_date else 'built'}: {agent_exe.relative_to(root)}")
     else:

@@ -769,7 +769,8 @@ class Flash:
             pass
 
 
-def test_sigkill_at_random_moments_leaves_a_consistent_store(agent_bin, models, tmp_path):
+@pytest.mark.parametrize("kills", [8, pytest.param(30, marks=pytest.mark.full)])
+def test_sigkill_at_random_moments_leaves_a_consistent_store(agent_bin, models, tmp_path, kills):
     """Each round flashes a bundle the store does not hold yet (fresh weights), kills the agent at a random moment
     of that flash, restarts it: the store must be consistent with the bundle active before or the new one (complete
     either way), and a new flash must succeed."""
@@ -788,7 +789,6 @@ def test_sigkill_at_random_moments_leaves_a_consistent_store(agent_bin, models, 
     span = time.monotonic() - t0  # how long a flash takes here: the kills are spread over it
     a.kill()
     phases: dict[str, int] = {}
-    kills = 30
     for i in range(kills):
         model, extra, new = bundle(2 * i + 1)
         a = Agent([str(agent_bin)], store)

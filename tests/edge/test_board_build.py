@@ -51,7 +51,7 @@ def test_board_build_runs_under_qemu_with_host_bits(model, tmp_path, board, fami
     found = get_toolchain(family).find(b.arch)
     assert found.found, f"toolchain {family} for {b.arch} is missing: install it with {found.install}"
     plan = make_plan(board, toolchain=family, ops=OpList.from_model(path))
-    r = scons(f"board={board}", f"toolchain={family}", f"models={path}")
+    r = scons(f"board={board}", f"toolchain={family}", f"models={path}", "agent=0")  # the agent: test_agent.py
     assert r.returncode == 0, (r.stdout + r.stderr)[-3000:]
     exe = ROOT / plan.variant / "dtorch-run"
     desc = subprocess.run(["file", str(exe)], capture_output=True, text=True).stdout
@@ -69,7 +69,7 @@ def test_board_build_runs_under_qemu_with_host_bits(model, tmp_path, board, fami
     info = subprocess.run(b.emulator.command(str(exe), "--build-info") if b.arch != "x86_64" else
                           [str(exe), "--build-info"], capture_output=True, text=True, timeout=120).stdout
     assert f"board {board}, toolchain {family}" in info and plan.runtime_hash in info and plan.opset_hash in info
-    assert scons("-q", f"board={board}", f"toolchain={family}", f"models={path}").returncode == 0
+    assert scons("-q", f"board={board}", f"toolchain={family}", f"models={path}", "agent=0").returncode == 0
 
 
 def test_board_runtime_links_with_lto_on_every_zig_target():

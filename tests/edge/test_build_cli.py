@@ -130,9 +130,9 @@ def test_profile_size_builds_kernels_for_size(model, tmp_path):
     from dtorch.edge.build import build_bundle
 
     # (No host check here: test_host_bundle covers it; the size build is checked under QEMU below.)
-    speed = build_bundle("rk3588", [model], toolchain="zig", out=tmp_path / "speed", compare_full=False,
+    speed = build_bundle("rk3588", [model], toolchain="zig", out=tmp_path / "speed", compare_full=False, agent=False,
                          verify=False, log=lambda _m: None, progress=False)
-    size = build_bundle("rk3588", [model], toolchain="zig", out=tmp_path / "size", compare_full=False,
+    size = build_bundle("rk3588", [model], toolchain="zig", out=tmp_path / "size", compare_full=False, agent=False,
                         verify=False, log=lambda _m: None, progress=False, profile="size")
     assert speed.manifest["profile"] == "speed" and size.manifest["profile"] == "size"
     assert "-O2" in speed.manifest["flags"]["cxxflags"] and "-Os" in size.manifest["flags"]["cxxflags"]
@@ -197,3 +197,12 @@ def _umask() -> int:
     m = os.umask(0)
     os.umask(m)
     return m
+
+
+def test_no_agent_leaves_the_agent_out_and_says_so(model, tmp_path):
+    out = tmp_path / "dist"
+    r = invoke("build", "--board", "host", "--model", str(model), "--out", str(out), "--no-agent", "--no-full")
+    assert r.exit_code == 0, r.output
+    assert "no dtorch-agent in this bundle" in r.output
+    assert not (out / "host" / "dtorch-agent").exists() and (out / "host" / "dtorch-run").is_file()
+    assert "dtorch-agent" not in json.loads((out / "host" / "manifest.json").read_text())["files"]

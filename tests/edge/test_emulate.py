@@ -72,7 +72,8 @@ def bundles(models, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]
     dist = tmp_path_factory.mktemp("emulate_dist")
     out = {}
     for board in BOARDS:
-        res = build_bundle(board, [models[m][1] for m in MODELS], out=dist, compare_full=False, log=lambda _m: None,
+        res = build_bundle(board, [models[m][1] for m in MODELS], out=dist, compare_full=False, agent=False,
+                           log=lambda _m: None,
                            progress=False)
         out[board] = res.dist
     return out
@@ -117,7 +118,8 @@ def test_bit_parity_with_the_host_on_real_digits(models, bundles, digits, board,
 
 def test_host_board_runs_natively_and_says_so(models, tmp_path):
     _, path = models["simplenet"]
-    bundle = build_bundle("host", [path], out=tmp_path / "dist", compare_full=False, log=_quiet, progress=False).dist
+    bundle = build_bundle("host", [path], out=tmp_path / "dist", compare_full=False, agent=False, log=_quiet,
+                          progress=False).dist
     rep = emulate("host", bundle=bundle, runner="local", runs=1, bench_runs=2, log=_quiet, progress=False)
     j = rep.to_json()
     assert j["emulated"] is False and j["label"] == "native" and j["latency_ms"]["label"] == "native"

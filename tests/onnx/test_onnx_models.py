@@ -104,7 +104,7 @@ def test_imported_models_on_an_emulated_rk3588(tmp_path):
         dtms.append(dst)
         inputs[name] = (src, x)
     res = build_bundle("rk3588", dtms, out=tmp_path / "dist", log=lambda _m: None, progress=False,
-                       compare_full=False)
+                       compare_full=False, agent=False)
     for name in tm.NAMES:
         src, x = inputs[name]
         host = InferenceSession(str(tmp_path / f"{name}.dtm")).run(None, {"x": x})

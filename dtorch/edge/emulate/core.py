@@ -222,7 +222,8 @@ def emulate(board: str, *, model: str | os.PathLike[str] | None = None, bundle: 
             from ..build import BuildError, build_bundle
 
             try:
-                build_bundle(b.name, [model_path], out=out, log=log, progress=progress, data=data, compare_full=False)
+                build_bundle(b.name, [model_path], out=out, log=log, progress=progress, data=data, compare_full=False,
+                             agent=False)  # an emulation bundle: flash is not its purpose
             except BuildError as e:
                 raise EmulateError(str(e)) from None
         dtm_path, manifest = _load_bundle(b, bundle_dir, model_path)
