@@ -131,6 +131,11 @@ def clip(ctx: Ctx) -> Sequence[Value]:
             attrs.update(max=float(np.asarray(hi_v.data).reshape(-1)[0]), has_max=1)
         if not attrs:
             return [ctx.emit1("reshape", [x], {"shape": [0] * len(x.shape)})]
+        # As activations where they are ones (they fuse into a preceding conv/linear/add): relu, relu6 / hardtanh.
+        if attrs.get("min") == 0.0 and "max" not in attrs:
+            return [ctx.emit1("relu", [x])]
+        if "min" in attrs and "max" in attrs and attrs["min"] <= attrs["max"]:
+            return [ctx.emit1("hardtanh", [x], {"min_val": attrs["min"], "max_val": attrs["max"]})]
         return [ctx.emit1("clamp", [x], attrs)]
     y = x
     if lo_v is not None:
