@@ -28,7 +28,7 @@ from pathlib import Path, PurePosixPath
 from .._fileio import sha256_file
 
 __all__ = ["LIBSODIUM_SOURCES", "LIBSODIUM_VERSION", "ThirdPartyError", "libsodium_include", "libsodium_source",
-           "main"]
+           "main", "pip_download"]
 
 PYNACL_VERSION = "1.6.2"
 PYNACL_SDIST = f"pynacl-{PYNACL_VERSION}.tar.gz"
@@ -85,21 +85,28 @@ def libsodium_include(tree: Path) -> Path:
     return tree / "src" / "libsodium" / "include"
 
 
+def pip_download(requirement_args: list[str], filename: str, dest: Path, what: str, error: type[Exception],
+                 hint: str, timeout: float = 900) -> Path:
+    """`python -m pip download` of one pinned file into dest (a package registry is the one network a build may
+    use); returns its path. Raises `error` with one line (pip missing, no network, no such file)."""
+    argv = [sys.executable, "-m", "pip", "download", "--no-deps", "--quiet", "-d", str(dest), *requirement_args]
+    try:
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=timeout)
+    except (OSError, subprocess.TimeoutExpired) as e:
+        raise error(f"cannot run pip to download {filename}: {e}") from None
+    path = dest / filename
+    if r.returncode != 0 or not path.is_file():
+        last = (r.stderr or r.stdout).strip().splitlines()
+        raise error(f"pip could not download {filename} ({what}): {last[-1] if last else 'exit ' + str(r.returncode)}; "
+                    f"check the package index is reachable, or {hint}")
+    return path
+
+
 def _download(dest: Path) -> Path:
     """pip downloads the pinned sdist into dest; returns the tarball's path."""
-    argv = [sys.executable, "-m", "pip", "download", "--no-binary", ":all:", "--no-deps", "--no-build-isolation",
-            "--quiet", "-d", str(dest), f"pynacl=={PYNACL_VERSION}"]
-    try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=600)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise ThirdPartyError(f"cannot run pip to download {PYNACL_SDIST}: {e}") from None
-    tarball = dest / PYNACL_SDIST
-    if r.returncode != 0 or not tarball.is_file():
-        last = (r.stderr or r.stdout).strip().splitlines()
-        raise ThirdPartyError(f"pip could not download {PYNACL_SDIST} (libsodium's sources for dtorch-agent): "
-                              f"{last[-1] if last else 'exit ' + str(r.returncode)}; check the package index is "
-                              f"reachable, or put the file in {dest.parent} and rerun")
-    return tarball
+    return pip_download(["--no-binary", ":all:", "--no-build-isolation", f"pynacl=={PYNACL_VERSION}"], PYNACL_SDIST,
+                        dest, "libsodium's sources for dtorch-agent", ThirdPartyError,
+                        f"put the file in {dest.parent} and rerun", timeout=600)
 
 
 def _extract(tarball: Path, into: Path) -> None:

@@ -24,7 +24,6 @@ import argparse
 import os
 import shutil
 import stat
-import subprocess
 import sys
 import tempfile
 import zipfile
@@ -60,20 +59,12 @@ def _tree_in(cache: Path) -> Path:
 
 def _download(dest: Path) -> Path:
     """pip downloads the pinned wheel into dest; returns its path."""
-    argv = [sys.executable, "-m", "pip", "download", f"onnx=={ONNX_VERSION}", "--no-deps", "--only-binary=:all:",
-            "--platform", "manylinux2014_x86_64", "--python-version", "3.11", "--implementation", "cp", "--quiet",
-            "-d", str(dest)]
-    try:
-        r = subprocess.run(argv, capture_output=True, text=True, timeout=900)
-    except (OSError, subprocess.TimeoutExpired) as e:
-        raise ConformanceDataError(f"cannot run pip to download {WHEEL}: {e}") from None
-    wheel = dest / WHEEL
-    if r.returncode != 0 or not wheel.is_file():
-        last = (r.stderr or r.stdout).strip().splitlines()
-        raise ConformanceDataError(f"pip could not download {WHEEL} (ONNX's backend test data): "
-                                   f"{last[-1] if last else 'exit ' + str(r.returncode)}; check the package index "
-                                   f"is reachable, or download the file elsewhere and pass it with --wheel FILE")
-    return wheel
+    from ..edge.third_party import pip_download
+
+    return pip_download([f"onnx=={ONNX_VERSION}", "--only-binary=:all:", "--platform", "manylinux2014_x86_64",
+                         "--python-version", "3.11", "--implementation", "cp"], WHEEL, dest,
+                        "ONNX's backend test data", ConformanceDataError,
+                        "download the file elsewhere and pass it with --wheel FILE")
 
 
 def _check(wheel: Path) -> None:
