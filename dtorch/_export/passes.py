@@ -3,15 +3,17 @@
 1. fold_constants: a node whose inputs are all constants (and whose result the trace computed with the eager
    primitive) is replaced by its result, a new constant.
 2. remove_identities: `identity` nodes (copy, contiguous, dropout in eval, same-dtype casts) are dropped.
-3. fuse_patterns: decomposed activations that importers meet (ONNX has no SiLU, and Gelu only from opset 20)
+3. fold_linear_bias: add(linear(x, w), b) with a constant b of the output's last size (ONNX's MatMul + Add, the
+   form torch.onnx writes for a Linear on 3-D input) becomes linear(x, w, b).
+4. fuse_patterns: decomposed activations that importers meet (ONNX has no SiLU, and Gelu only from opset 20)
    become their operator, so they fuse: mul(x, sigmoid(x)) -> silu(x); 0.5 * x * (1 + erf(x / sqrt(2))) in the
    operand orders torch.onnx emits -> gelu(x). The nodes left unused go in dead-code elimination.
-4. fold_batch_norm: an inference batch_norm whose input comes from a conv2d/linear that has no other consumer
+5. fold_batch_norm: an inference batch_norm whose input comes from a conv2d/linear that has no other consumer
    is folded into that node's weight and bias (new constants).
-5. fuse_activations: conv2d/conv_transpose2d/linear/add followed by its only consumer, an activation
+6. fuse_activations: conv2d/conv_transpose2d/linear/add followed by its only consumer, an activation
    (relu, relu6/hardtanh, leaky_relu, sigmoid, tanh, silu, hardswish, hardsigmoid, gelu), becomes one node
    with the `activation` attribute.
-6. dead_code_elimination: nodes none of whose outputs reach a graph output are removed.
+7. dead_code_elimination: nodes none of whose outputs reach a graph output are removed.
 """
 
 from __future__ import annotations
@@ -125,6 +127,33 @@ def _other(n: Node, v: Value) -> Value | None:
     return b if a is v else a if b is v else None
 
 
+def fold_linear_bias(g: Graph) -> None:
+    producers = g.producers()
+    consumers = g.consumers()
+    outputs = {v.uid for v in g.outputs}
+    removed: set[int] = set()
+    for n in g.nodes:
+        if n.op != "add" or "activation" in n.attrs or len(n.inputs) != 2:
+            continue
+        for y, b in (n.inputs, n.inputs[::-1]):
+            p = producers.get(y.uid) if y is not None else None
+            if p is None or p.op != "linear" or "activation" in p.attrs or y.uid in outputs or b is None or \
+                    not b.is_const or b.data is None or (len(p.inputs) > 2 and p.inputs[2] is not None):
+                continue
+            m = int(y.shape[-1]) if y.shape else -1
+            if b.data.size != m or b.data.ndim > len(y.shape) or (b.data.ndim and b.data.shape[-1] != m) or \
+                    [id(c) for c in consumers.get(y.uid, [])] != [id(n)] or n.outputs[0].shape != y.shape:
+                continue
+            bias = constant(b.data.reshape(m).astype(np.float32), name=b.name or "bias")
+            bias.dims = [m]
+            p.inputs = [p.inputs[0], p.inputs[1], bias]
+            p.outputs = [n.outputs[0]]
+            producers[n.outputs[0].uid] = p
+            removed.add(id(n))
+            break
+    g.nodes = [n for n in g.nodes if id(n) not in removed]
+
+
 def fuse_patterns(g: Graph) -> None:
     producers = g.producers()
     consumers = g.consumers()
@@ -234,6 +263,7 @@ def dead_code_elimination(g: Graph) -> None:
 PASSES: list[tuple[str, Callable[[Graph], None]]] = [
     ("fold_constants", fold_constants),
     ("remove_identities", remove_identities),
+    ("fold_linear_bias", fold_linear_bias),
     ("fuse_patterns", fuse_patterns),
     ("fold_batch_norm", fold_batch_norm),
     ("fuse_activations", fuse_activations),
