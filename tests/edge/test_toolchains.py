@@ -162,10 +162,13 @@ def test_zig_accepts_every_boards_flags(tmp_path, board_name):
     assert p.returncode == 0, f"{' '.join(argv)}\n{p.stderr[-3000:]}"
 
 
-@pytest.mark.slow
+@pytest.mark.full
 @pytest.mark.parametrize("board_name", ZIG_BOARDS)
 def test_zig_every_board_runs_under_its_emulator_profile(build, board_name):
-    """Link and run with every board's zig flags (a new CPU/-O combination costs zig ~1.5 min to build libc++)."""
+    """Link and run with every board's zig flags (a new CPU/-O combination costs zig ~1.5 min to build libc++, one
+    core, so this is the full tier: .ci/run-full). The fast tier links and runs the representative board of each
+    architecture (test_family_builds_static_program_that_runs_under_qemu) and compiles every board's flags
+    (test_zig_accepts_every_boards_flags)."""
     _check_binary(build("zig", board_name), load_board(board_name).arch, board_name)
 
 
