@@ -200,7 +200,7 @@ def test_catalog_accepts_every_zoo_model(models):
 @pytest.mark.parametrize("yaml_text,needles", [
     ("ops: {softmax2: [float32], conv2d: [float32]}", ["needs softmax2:float32", "no operator 'softmax2'",
                                                        "did you mean softmax?"]),
-    ("ops: {reshape: [int64]}", ["needs reshape:int64", "reshape has portable kernels for float32 only"]),
+    ("ops: {softmax: [int64]}", ["needs softmax:int64", "softmax has portable kernels for float32 only"]),
 ])
 def test_check_names_the_missing_operator(tmp_path, yaml_text, needles):
     p = tmp_path / "ops.yaml"
@@ -397,16 +397,16 @@ def test_list_union_of_models(models):
 
 def test_list_marks_missing_kernels(models, tmp_path):
     p = tmp_path / "ops.yaml"
-    p.write_text("ops:\n  softmax2: [float32]\n  reshape: [int64]\n  conv2d: [float32]\n")
+    p.write_text("ops:\n  softmax2: [float32]\n  softmax: [int64]\n  conv2d: [float32]\n")
     r = _invoke(["ops", "list", "--model", str(models["simplenet"]), "--ops", str(p)])
     assert r.exit_code == 1
     assert "MISSING: no operator 'softmax2' (did you mean softmax?)" in r.stdout
-    assert "MISSING: reshape has portable kernels for float32 only" in r.stdout
-    assert r.stderr.startswith("error: 2 of 6 entries have no portable kernel: reshape:int64, softmax2:float32")
+    assert "MISSING: softmax has portable kernels for float32 only" in r.stdout
+    assert r.stderr.startswith("error: 2 of 6 entries have no portable kernel: softmax:int64, softmax2:float32")
     r = _invoke(["ops", "list", "--ops", str(p), "--json"])
     assert r.exit_code == 1
     doc = json.loads(r.stdout)
-    assert doc["missing"] == ["reshape:int64", "softmax2:float32"] and doc["sources"] == [str(p)]
+    assert doc["missing"] == ["softmax:int64", "softmax2:float32"] and doc["sources"] == [str(p)]
     # beside 'all', a model's missing entry still shows
     r = _invoke(["ops", "list", "--ops", "all", "--json"])
     from dtorch.catalogue import CATALOGUE
