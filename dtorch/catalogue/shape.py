@@ -34,7 +34,8 @@ OPS = [
     OpDef("reshape", "the same elements in a new shape", (Operand("x"), _LIKE),
           attrs=(Attr("shape", "ints", lo=-1, length=(0, _MAXD),
                       doc="0 = copy the input dim at that position, -1 = inferred (at most one)"), _LIKE_DIMS),
-          signatures=_MOVED_LIKE, shape="`shape` (entries from like.shape where like_dims says)", eager=("reshape", "index", "stack"), family="shape"),
+          signatures=_MOVED_LIKE, shape="`shape` (entries from like.shape where like_dims says)",
+          eager=("reshape", "index", "stack"), family="shape"),
     OpDef("permute", "dimensions reordered", (Operand("x"),),
           attrs=(Attr("perm", "ints", lo=0, hi=_MAXD - 1, length=(0, _MAXD)),), signatures=_MOVED,
           shape="x.shape[perm]", eager=("permute",), family="shape"),
@@ -60,5 +61,6 @@ OPS = [
           shape="each padded dim grows by lo + hi", eager=("pad",), family="shape"),
     OpDef("expand", "broadcast to `shape`", (Operand("x"), _LIKE),
           attrs=(Attr("shape", "ints", lo=0, length=(0, _MAXD), doc="0 = keep the input dim"), _LIKE_DIMS),
-          signatures=_MOVED_LIKE, shape="`shape` (entries from like.shape where like_dims says)", eager=("expand",), family="shape"),
+          signatures=_MOVED_LIKE, shape="`shape` (entries from like.shape where like_dims says)",
+          eager=("expand",), family="shape"),
 ]
