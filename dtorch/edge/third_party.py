@@ -23,12 +23,13 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+from collections.abc import Callable
 from pathlib import Path, PurePosixPath
 
 from .._fileio import sha256_file
 
 __all__ = ["LIBSODIUM_SOURCES", "LIBSODIUM_VERSION", "ThirdPartyError", "libsodium_include", "libsodium_source",
-           "main", "pip_download"]
+           "fetch_pinned", "main", "pip_download"]
 
 PYNACL_VERSION = "1.6.2"
 PYNACL_SDIST = f"pynacl-{PYNACL_VERSION}.tar.gz"
@@ -139,7 +140,6 @@ def _extract(tarball: Path, into: Path) -> None:
             .replace("@SODIUM_LIBRARY_VERSION_MINOR@", str(_LIBRARY_VERSION[1]))
             .replace("@SODIUM_LIBRARY_MINIMAL_DEF@", ""))
     (version_in.parent / "version.h").write_text(text)
-    (into / _READY).write_text(f"{PYNACL_SDIST} {PYNACL_SDIST_SHA256}\n")
 
 
 def _tree_in(cache: Path) -> Path:
@@ -158,30 +158,44 @@ def libsodium_source(*, fetch: bool = True, cache: str | os.PathLike[str] | None
         raise ThirdPartyError(f"libsodium's sources (for dtorch-agent) are not fetched: run "
                               f"`{Path(sys.executable).name} -m dtorch.edge.third_party` (scripts/setup.sh does), "
                               f"which downloads {PYNACL_SDIST} from PyPI into {caches[0]}")
+    return fetch_pinned(caches, _tree_in(Path()).name, PYNACL_SDIST, PYNACL_SDIST_SHA256, _download, _extract,
+                        ThirdPartyError, "libsodium's sources")
+
+
+def fetch_pinned(caches: list[Path], tree_name: str, filename: str, sha256: str,
+                 download: Callable[[Path], Path], extract: Callable[[Path, Path], str | None],
+                 error: type[Exception], what: str) -> Path:
+    """Into the first writable cache folder: the pinned file `filename` (a copy already in the folder, else
+    `download(work_dir)`), refused unless its sha256 is `sha256`, extracted by `extract(file, staged_tree)` into a
+    staged tree that is renamed to `tree_name` with a ready mark written last (`extract`'s returned text, else the
+    file and its sha256). Returns the tree. Raises `error` with one line."""
     errors = []
     for c in caches:
         try:
             c.mkdir(parents=True, exist_ok=True)
             with tempfile.TemporaryDirectory(prefix=".fetch-", dir=c) as tmp:
                 work = Path(tmp)
-                tarball = c / PYNACL_SDIST
-                if not tarball.is_file() or sha256_file(tarball) != PYNACL_SDIST_SHA256:
-                    tarball = _download(work)
-                got = sha256_file(tarball)
-                if got != PYNACL_SDIST_SHA256:
-                    raise ThirdPartyError(f"{PYNACL_SDIST} has sha256 {got}, not the pinned {PYNACL_SDIST_SHA256}; "
-                                          f"refusing it (a changed or corrupted download)")
+                src = c / filename  # a copy someone put in the cache folder
+                if not src.is_file() or sha256_file(src) != sha256:
+                    src = download(work)
+                got = sha256_file(src)
+                if got != sha256:
+                    raise error(f"{src} has sha256 {got}, not the pinned {sha256} of {filename}; refusing it (a "
+                                f"changed or corrupted download)")
                 staged = work / "tree"
                 staged.mkdir()
-                _extract(tarball, staged)
-                tree = _tree_in(c)
-                if tree.exists():  # an interrupted extraction (no ready mark)
+                mark = extract(src, staged)
+                (staged / _READY).write_text(mark or f"{filename} {sha256}\n")
+                tree = c / tree_name
+                if tree.exists():  # an interrupted extraction (no ready mark), or a concurrent one that finished
+                    if (tree / _READY).is_file():
+                        return tree
                     shutil.rmtree(tree)
                 os.rename(staged, tree)
             return tree
         except OSError as e:
             errors.append(f"{c}: {e.strerror or e}")
-    raise ThirdPartyError(f"cannot write libsodium's sources into any cache folder ({'; '.join(errors)})")
+    raise error(f"cannot write {what} into any cache folder ({'; '.join(errors)})")
 
 
 def main(argv: list[str] | None = None) -> int:

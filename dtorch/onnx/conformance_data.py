@@ -25,11 +25,9 @@ import os
 import shutil
 import stat
 import sys
-import tempfile
 import zipfile
 from pathlib import Path, PurePosixPath
 
-from .._fileio import sha256_file
 from ..edge.third_party import _cache_dirs
 
 __all__ = ["ONNX_VERSION", "WHEEL", "WHEEL_SHA256", "ConformanceDataError", "main", "node_tests"]
@@ -67,14 +65,11 @@ def _download(dest: Path) -> Path:
                         "download the file elsewhere and pass it with --wheel FILE")
 
 
-def _check(wheel: Path) -> None:
-    try:
-        got = sha256_file(wheel)
-    except OSError as e:
-        raise ConformanceDataError(f"cannot read {wheel}: {e.strerror or e}") from None
-    if got != WHEEL_SHA256:
-        raise ConformanceDataError(f"{wheel} has sha256 {got}, not the pinned {WHEEL_SHA256} of {WHEEL}; refusing "
-                                   f"it (a changed or corrupted download)")
+def _local_wheel(wheel: Path) -> Path:
+    """--wheel FILE in place of the download (fetch_pinned checks its sha256)."""
+    if not wheel.is_file():
+        raise ConformanceDataError(f"cannot read {wheel}: no such file")
+    return wheel
 
 
 def _extract(wheel: Path, into: Path) -> int:
@@ -128,32 +123,14 @@ def node_tests(*, fetch: bool = True, cache: str | os.PathLike[str] | None = Non
         raise ConformanceDataError(f"ONNX's backend test data is not fetched: run `{Path(sys.executable).name} -m "
                                    f"dtorch.onnx.conformance_data`, which downloads {WHEEL} from PyPI and extracts "
                                    f"its node tests into {_tree_in(caches[0])}")
-    errors = []
-    for c in caches:
-        try:
-            c.mkdir(parents=True, exist_ok=True)
-            with tempfile.TemporaryDirectory(prefix=".fetch-", dir=c) as tmp:
-                work = Path(tmp)
-                if wheel is not None:
-                    whl = Path(wheel)
-                elif (c / WHEEL).is_file() and sha256_file(c / WHEEL) == WHEEL_SHA256:
-                    whl = c / WHEEL  # a copy someone put in the cache folder
-                else:
-                    whl = _download(work)
-                _check(whl)
-                staged = work / "tree"
-                n = _extract(whl, staged / "node")
-                (staged / _READY).write_text(f"{WHEEL} {WHEEL_SHA256} {n} tests\n")
-                tree = _tree_in(c)
-                if tree.exists():  # an interrupted extraction (no ready mark), or a concurrent one that finished
-                    if (tree / _READY).is_file():
-                        return tree / "node"
-                    shutil.rmtree(tree)
-                os.rename(staged, tree)
-            return tree / "node"
-        except OSError as e:
-            errors.append(f"{c}: {e.strerror or e}")
-    raise ConformanceDataError(f"cannot write ONNX's backend test data into any cache folder ({'; '.join(errors)})")
+    from ..edge.third_party import fetch_pinned
+
+    def extract(whl: Path, staged: Path) -> str:
+        return f"{WHEEL} {WHEEL_SHA256} {_extract(whl, staged / 'node')} tests\n"
+
+    download = (lambda _work: _local_wheel(Path(wheel))) if wheel is not None else _download
+    return fetch_pinned(caches, _tree_in(Path()).name, WHEEL, WHEEL_SHA256, download, extract, ConformanceDataError,
+                        "ONNX's backend test data") / "node"
 
 
 def main(argv: list[str] | None = None) -> int:
