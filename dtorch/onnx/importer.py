@@ -467,7 +467,7 @@ def import_model(model: str | os.PathLike[str], f: str | os.PathLike[str], *, dy
     require_onnx("dtorch.onnx.import_model")
     src = Path(os.fspath(model))
     dst = Path(os.fspath(f))
-    if src.resolve() == dst.resolve() if dst.exists() else False:
+    if dst.exists() and src.resolve() == dst.resolve():
         raise OnnxImportError(f"the output {dst} is the input model; give another path")
     check_writable(dst)
     warnings: list[str] = []

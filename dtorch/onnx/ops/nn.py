@@ -36,16 +36,22 @@ def _from_1d(ctx: Ctx, y: Value, was_1d: bool) -> Value:
     return ctx.reshape(y, [n, c, length])
 
 
-@translates("Conv")
-def conv(ctx: Ctx) -> Sequence[Value]:
+def _conv_operands(ctx: Ctx) -> tuple[Value, Value, Value, Value | None, int, bool, list[int], list[int], list[int]]:
+    """Conv / ConvTranspose: (x, x as 2-D, weight as 2-D, bias, spatial dims, was 1-D, kernel, strides, dilations)."""
     x, w, b = ctx.input(0), ctx.input(1), ctx.optional(2)
     nsp = len(x.shape) - 2
     x2, was_1d = _to_2d(ctx, x, "the input")
     if was_1d:
         w = ctx.reshape(w, [w.shape[0], w.shape[1], 1, w.shape[2]])
-    kernel = [int(k) for k in ctx.attr("kernel_shape", list(w.shape[2:]))][-nsp:]
+    kernel = [int(k) for k in ctx.attr("kernel_shape", list(w.shape[-nsp:]))][-nsp:]
     strides = _spatial_attr(ctx, "strides", nsp, 1)
-    dil = _spatial_attr(ctx, "dilations", nsp, 1)
+    dilations = _spatial_attr(ctx, "dilations", nsp, 1)
+    return x, x2, w, b, nsp, was_1d, kernel, strides, dilations
+
+
+@translates("Conv")
+def conv(ctx: Ctx) -> Sequence[Value]:
+    x, x2, w, b, nsp, was_1d, kernel, strides, dil = _conv_operands(ctx)
     begin, end = spatial_pads(ctx, ctx.shape(x)[2:], kernel, strides, dil)
     if was_1d:
         strides, dil, begin, end = [1, *strides], [1, *dil], [0, *begin], [0, *end]
@@ -56,14 +62,7 @@ def conv(ctx: Ctx) -> Sequence[Value]:
 
 @translates("ConvTranspose")
 def conv_transpose(ctx: Ctx) -> Sequence[Value]:
-    x, w, b = ctx.input(0), ctx.input(1), ctx.optional(2)
-    nsp = len(x.shape) - 2
-    x2, was_1d = _to_2d(ctx, x, "the input")
-    if was_1d:
-        w = ctx.reshape(w, [w.shape[0], w.shape[1], 1, w.shape[2]])
-    kernel = [int(k) for k in ctx.attr("kernel_shape", list(w.shape[-nsp:]))][-nsp:]
-    strides = _spatial_attr(ctx, "strides", nsp, 1)
-    dil = _spatial_attr(ctx, "dilations", nsp, 1)
+    x, x2, w, b, nsp, was_1d, kernel, strides, dil = _conv_operands(ctx)
     out_pad = _spatial_attr(ctx, "output_padding", nsp, 0)
     ins = ctx.shape(x)[2:]
     full = [s * (i - 1) + (k - 1) * d + 1 for i, k, s, d in zip(ins, kernel, strides, dil)]
