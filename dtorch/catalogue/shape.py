@@ -57,8 +57,9 @@ OPS = [
           attrs=(Attr("pads", "ints", length=(0, 2 * _MAXD),
                       doc="PyTorch order: last dim first, (lo, hi) pairs; negative crops"),
                  Attr("mode", "string", "constant", choices=_PAD_MODES),
-                 Attr("value", "float", 0.0, doc="mode constant only")),
-          shape="each padded dim grows by lo + hi", eager=("pad",), family="shape"),
+                 Attr("value", "float", 0.0, doc="mode constant only; integer inputs truncate it toward zero "
+                      "and refuse a value outside their dtype")),
+          signatures=_MOVED, shape="each padded dim grows by lo + hi", eager=("pad",), family="shape"),
     OpDef("expand", "broadcast to `shape`", (Operand("x"), _LIKE),
           attrs=(Attr("shape", "ints", lo=0, length=(0, _MAXD), doc="0 = keep the input dim"), _LIKE_DIMS),
           signatures=_MOVED_LIKE, shape="`shape` (entries from like.shape where like_dims says)",

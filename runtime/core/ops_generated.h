@@ -17,19 +17,19 @@ inline constexpr const char* const kFusedActivations[] = {"none", "relu", "relu6
 inline constexpr DType dtypes_86f5a46ec9[] = {DType::kFloat32};
 inline constexpr const char* const string_choices_cd948e8ba6[] = {"none", "relu", "relu6", "hardtanh", "leaky_relu", "sigmoid", "tanh", "silu", "hardswish", "hardsigmoid", "gelu", "gelu_tanh"};
 inline constexpr DType dtypes_f4bb0a7db0[] = {DType::kFloat32, DType::kFloat32};
-inline constexpr int64_t int_choices_6ac70fdf46[] = {0, 1};
+inline constexpr DType dtypes_60ee91f605[] = {DType::kInt64, DType::kInt64};
 inline constexpr DType dtypes_6417adc7fa[] = {DType::kInt64};
+inline constexpr DType dtypes_e0c87cbccc[] = {DType::kInt32, DType::kInt32};
+inline constexpr DType dtypes_2c552f0a05[] = {DType::kInt32};
+inline constexpr int64_t int_choices_6ac70fdf46[] = {0, 1};
 inline constexpr double defaults_0a3f2c23f6[] = {0.0, 0.0};
 inline constexpr DType dtypes_b72ddafcb1[] = {DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32};
 inline constexpr const char* const string_choices_80ae18eaed[] = {"float32", "int64", "int32", "bool"};
-inline constexpr DType dtypes_2c552f0a05[] = {DType::kInt32};
 inline constexpr DType dtypes_78fcd5eaeb[] = {DType::kBool};
 inline constexpr double defaults_5a731f4601[] = {1.0, 1.0};
 inline constexpr double defaults_321047e2f5[] = {0.0, 0.0, 0.0, 0.0};
 inline constexpr DType dtypes_3c4bd49986[] = {DType::kFloat32, DType::kFloat32, DType::kFloat32};
 inline constexpr DType dtypes_8c41980022[] = {DType::kInt64, DType::kFloat32};
-inline constexpr DType dtypes_60ee91f605[] = {DType::kInt64, DType::kInt64};
-inline constexpr DType dtypes_e0c87cbccc[] = {DType::kInt32, DType::kInt32};
 inline constexpr DType dtypes_98fae34187[] = {DType::kFloat32, DType::kInt64};
 inline constexpr DType dtypes_3309a1236c[] = {DType::kFloat32, DType::kInt32};
 inline constexpr DType dtypes_4ab3a41210[] = {DType::kFloat32, DType::kBool};
@@ -77,8 +77,8 @@ inline constexpr AttrSpec op_add_attrs[] = {
     {"max_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
     {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.01, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_add_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_add = {"add", 2, 2, 0x0, 1, op_add_attrs, 4, op_add_signatures, 1, InPlace::kSameShape, nullptr};
+inline constexpr DTypeSignature op_add_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}};
+inline constexpr OpSchema op_add = {"add", 2, 2, 0x0, 1, op_add_attrs, 4, op_add_signatures, 3, InPlace::kSameShape, nullptr};
 
 // amax: max over `axes` (torch.amax: NaN propagates; a reduced dimension of size 0 is an error)
 inline constexpr AttrSpec op_amax_attrs[] = {
@@ -172,9 +172,9 @@ inline constexpr OpSchema op_conv_transpose2d = {"conv_transpose2d", 2, 3, 0x4, 
 inline constexpr DTypeSignature op_cos_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_cos = {"cos", 1, 1, 0x0, 1, nullptr, 0, op_cos_signatures, 1, InPlace::kAlways, nullptr};
 
-// div: a / b
-inline constexpr DTypeSignature op_div_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_div = {"div", 2, 2, 0x0, 1, nullptr, 0, op_div_signatures, 1, InPlace::kSameShape, nullptr};
+// div: a / b (integers: truncated toward zero; a division by zero gives 0, as NumPy)
+inline constexpr DTypeSignature op_div_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}};
+inline constexpr OpSchema op_div = {"div", 2, 2, 0x0, 1, nullptr, 0, op_div_signatures, 3, InPlace::kSameShape, nullptr};
 
 // elu: x if x > 0 else alpha * (exp(x) - 1)
 inline constexpr AttrSpec op_elu_attrs[] = {
@@ -308,8 +308,8 @@ inline constexpr DTypeSignature op_max_pool2d_signatures[] = {{dtypes_86f5a46ec9
 inline constexpr OpSchema op_max_pool2d = {"max_pool2d", 1, 1, 0x0, 1, op_max_pool2d_attrs, 5, op_max_pool2d_signatures, 1, InPlace::kNone, nullptr};
 
 // maximum: elementwise max (NaN propagates)
-inline constexpr DTypeSignature op_maximum_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_maximum = {"maximum", 2, 2, 0x0, 1, nullptr, 0, op_maximum_signatures, 1, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_maximum_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}};
+inline constexpr OpSchema op_maximum = {"maximum", 2, 2, 0x0, 1, nullptr, 0, op_maximum_signatures, 3, InPlace::kNone, nullptr};
 
 // mean: mean over `axes`
 inline constexpr AttrSpec op_mean_attrs[] = {
@@ -320,12 +320,12 @@ inline constexpr DTypeSignature op_mean_signatures[] = {{dtypes_86f5a46ec9, 1, d
 inline constexpr OpSchema op_mean = {"mean", 1, 1, 0x0, 1, op_mean_attrs, 2, op_mean_signatures, 1, InPlace::kNone, nullptr};
 
 // minimum: elementwise min (NaN propagates)
-inline constexpr DTypeSignature op_minimum_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_minimum = {"minimum", 2, 2, 0x0, 1, nullptr, 0, op_minimum_signatures, 1, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_minimum_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}};
+inline constexpr OpSchema op_minimum = {"minimum", 2, 2, 0x0, 1, nullptr, 0, op_minimum_signatures, 3, InPlace::kNone, nullptr};
 
 // mul: a * b
-inline constexpr DTypeSignature op_mul_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_mul = {"mul", 2, 2, 0x0, 1, nullptr, 0, op_mul_signatures, 1, InPlace::kSameShape, nullptr};
+inline constexpr DTypeSignature op_mul_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}};
+inline constexpr OpSchema op_mul = {"mul", 2, 2, 0x0, 1, nullptr, 0, op_mul_signatures, 3, InPlace::kSameShape, nullptr};
 
 // neg: -x
 inline constexpr DTypeSignature op_neg_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
@@ -337,8 +337,8 @@ inline constexpr AttrSpec op_pad_attrs[] = {
     {"mode", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_b7701c0d2f, 4, nullptr, 0, true, 0.0, "constant", nullptr, 0},
     {"value", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_pad_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_pad = {"pad", 1, 1, 0x0, 1, op_pad_attrs, 3, op_pad_signatures, 1, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_pad_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}};
+inline constexpr OpSchema op_pad = {"pad", 1, 1, 0x0, 1, op_pad_attrs, 3, op_pad_signatures, 4, InPlace::kNone, nullptr};
 
 // permute: dimensions reordered
 inline constexpr AttrSpec op_permute_attrs[] = {
@@ -347,9 +347,9 @@ inline constexpr AttrSpec op_permute_attrs[] = {
 inline constexpr DTypeSignature op_permute_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}};
 inline constexpr OpSchema op_permute = {"permute", 1, 1, 0x0, 1, op_permute_attrs, 1, op_permute_signatures, 4, InPlace::kNone, nullptr};
 
-// pow: a ** b
-inline constexpr DTypeSignature op_pow_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_pow = {"pow", 2, 2, 0x0, 1, nullptr, 0, op_pow_signatures, 1, InPlace::kNone, nullptr};
+// pow: a ** b (an integer base: exact for integer exponents >= 0; float32 exponents truncate toward zero; 0 ** -n = 0)
+inline constexpr DTypeSignature op_pow_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}, {dtypes_8c41980022, 2, dtypes_6417adc7fa, 1}, {dtypes_771ff3cbf0, 2, dtypes_2c552f0a05, 1}};
+inline constexpr OpSchema op_pow = {"pow", 2, 2, 0x0, 1, nullptr, 0, op_pow_signatures, 5, InPlace::kNone, nullptr};
 
 // prelu: x if x > 0 else w[c] * x, c the channel (dim 1); one slope for every channel when w has one element
 inline constexpr DTypeSignature op_prelu_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
@@ -433,8 +433,8 @@ inline constexpr DTypeSignature op_sqrt_signatures[] = {{dtypes_86f5a46ec9, 1, d
 inline constexpr OpSchema op_sqrt = {"sqrt", 1, 1, 0x0, 1, nullptr, 0, op_sqrt_signatures, 1, InPlace::kAlways, nullptr};
 
 // sub: a - b
-inline constexpr DTypeSignature op_sub_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_sub = {"sub", 2, 2, 0x0, 1, nullptr, 0, op_sub_signatures, 1, InPlace::kSameShape, nullptr};
+inline constexpr DTypeSignature op_sub_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}};
+inline constexpr OpSchema op_sub = {"sub", 2, 2, 0x0, 1, nullptr, 0, op_sub_signatures, 3, InPlace::kSameShape, nullptr};
 
 // sum: sum over `axes`
 inline constexpr AttrSpec op_sum_attrs[] = {

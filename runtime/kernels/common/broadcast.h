@@ -1,12 +1,14 @@
-// NumPy broadcasting for the elementwise kernels of several operands (add, sub, mul, div, pow, maximum, minimum; the
-// comparisons and where, of any dtype): the output shape rule, a plan of per-operand strides with size-1 dimensions
-// dropped and contiguous dimensions merged, and the loops that apply a scalar function over the plan.
+// NumPy broadcasting for the elementwise kernels of several operands (add, sub, mul, div, pow, maximum, minimum, of
+// float32, int64 and int32; the comparisons and where, of any dtype): the output shape rule, a plan of per-operand
+// strides with size-1 dimensions dropped and contiguous dimensions merged, and the loops that apply a scalar function
+// over the plan.
 //
 // Aliasing: the output may be the same memory as input a (in place) when a has the output's shape; each
 // output element is written after the inputs it depends on are read, so that is safe.
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/common/util.h"
 
@@ -149,20 +151,28 @@ inline void broadcast_apply(ThreadPool* pool, const Shape* const* in, const Shap
 }
 
 // Checks and output shape shared by every binary elementwise kernel's infer.
-inline Status binary_infer(const char* op, const TensorView* in, int n_in, Shape* out, int n_out) {
+// a and b of one dtype (float32, int64 or int32); with `float_exponent` (pow) an integer a may take a float32 b.
+inline Status binary_infer(const char* op, const TensorView* in, int n_in, Shape* out, int n_out,
+                           bool float_exponent = false) {
   DTORCH_RETURN_IF_ERROR(check_num_inputs(op, n_in, 2, 2));
   DTORCH_RETURN_IF_ERROR(check_num_outputs(op, n_out, 1));
-  DTORCH_RETURN_IF_ERROR(check_dtype(op, "input a", in[0], DType::kFloat32));
-  DTORCH_RETURN_IF_ERROR(check_dtype(op, "input b", in[1], DType::kFloat32));
+  const DType da = in[0].dtype, db = in[1].dtype;
+  if (da != DType::kFloat32 && da != DType::kInt64 && da != DType::kInt32)
+    return op_error(StatusCode::kInvalidArgument, op, "input a must be float32, int64 or int32, got %s", dtype_name(da));
+  if (db != da && !(float_exponent && db == DType::kFloat32))
+    return op_error(StatusCode::kInvalidArgument, op, "input b must be %s%s, got %s", dtype_name(da),
+                    float_exponent && da != DType::kFloat32 ? " or float32" : "", dtype_name(db));
   return broadcast_shape(op, in[0].shape, in[1].shape, &out[0]);
 }
 
-// Runs o = f(a, b) with broadcasting, split over the pool by rows (each element computed once).
+// Runs o = f(a, b) with broadcasting, split over the pool by rows (each element computed once). float32 only.
 template <typename F>
 inline Status binary_run(const char* op, const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out,
                          int n_out, F f) {
   Shape expect;
   DTORCH_RETURN_IF_ERROR(binary_infer(op, in, n_in, &expect, n_out));
+  if (in[0].dtype != DType::kFloat32)
+    return op_error(StatusCode::kInternal, op, "the float32 loop was given %s inputs", dtype_name(in[0].dtype));
   if (out[0].shape != expect)
     return op_error(StatusCode::kInternal, op, "output has shape %s, expected %s", shape_str(out[0].shape).c_str(),
                     shape_str(expect).c_str());
@@ -174,6 +184,61 @@ inline Status binary_run(const char* op, const KernelContext& ctx, const TensorV
   const int64_t grain = p.cols >= 4096 ? 1 : ceil_div(4096, p.cols);
   parallel_chunks(ctx.pool, p.rows, grain, [&](int64_t r0, int64_t r1) { broadcast_rows(p, a, b, o, r0, r1, f); });
   return Status::Ok();
+}
+
+// Integer arithmetic wraps around (two's complement), as ONNX Runtime's and NumPy's do, without C++'s undefined
+// behaviour: the operation runs on the unsigned type of the same width.
+template <typename T>
+inline T wrap_add(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+}
+template <typename T>
+inline T wrap_sub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
+}
+template <typename T>
+inline T wrap_mul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
+}
+
+// The integer path of the arithmetic kernels: a int64 or int32, b of a's dtype (or float32 with kFloatExponent: pow),
+// o = f(a, b) in a's dtype on every broadcast pair. f is total: the kernels define every result (a division by zero
+// gives 0, as NumPy's), so a run never fails on the data.
+template <bool kFloatExponent = false, typename F>
+inline Status int_binary_run(const char* op, const KernelContext& ctx, const TensorView* in, int n_in,
+                             TensorView* out, int n_out, F f) {
+  Shape expect;
+  DTORCH_RETURN_IF_ERROR(binary_infer(op, in, n_in, &expect, n_out, kFloatExponent));
+  if (out[0].shape != expect)
+    return op_error(StatusCode::kInternal, op, "output has shape %s, expected %s", shape_str(out[0].shape).c_str(),
+                    shape_str(expect).c_str());
+  const Shape* shapes[2] = {&in[0].shape, &in[1].shape};
+  const auto go = [&](auto ta, auto tb) {
+    using T = decltype(ta);
+    using B = decltype(tb);
+    const T* a = in[0].as<const T>();
+    const B* b = in[1].as<const B>();
+    broadcast_apply<2>(ctx.pool, shapes, out[0].shape, out[0].as<T>(),
+                       [&](const int64_t* i) { return static_cast<T>(f(a[i[0]], b[i[1]])); });
+    return Status::Ok();
+  };
+  const bool fb = in[1].dtype == DType::kFloat32;
+  if (in[0].dtype == DType::kInt64) {
+    if constexpr (kFloatExponent) {
+      if (fb) return go(int64_t{}, float{});
+    }
+    return go(int64_t{}, int64_t{});
+  }
+  if (in[0].dtype == DType::kInt32) {
+    if constexpr (kFloatExponent) {
+      if (fb) return go(int32_t{}, float{});
+    }
+    return go(int32_t{}, int32_t{});
+  }
+  return op_error(StatusCode::kInternal, op, "the integer loop was given %s inputs", dtype_name(in[0].dtype));
 }
 
 }  // inline namespace DTORCH_ISA

@@ -1,4 +1,5 @@
-// add: a + b with NumPy broadcasting (runtime/OPS.md). Fused `activation` attribute. The output may alias input a.
+// add: a + b with NumPy broadcasting (runtime/OPS.md); float32, or int64 / int32 (wrapping around). Fused `activation`
+// attribute (float32 only). The output may alias input a.
 #include <cmath>
 
 #include "kernels/common/activation.h"
@@ -19,6 +20,13 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
   kernels::Activation act;
   DTORCH_RETURN_IF_ERROR(kernels::parse_activation(kOp, *ctx.attrs, &act));
+  if (in[0].dtype != DType::kFloat32) {
+    if (act.kind != kernels::ActKind::kNone)
+      return kernels::op_error(StatusCode::kInvalidArgument, kOp, "a fused activation needs float32 inputs, got %s",
+                               dtype_name(in[0].dtype));
+    return kernels::int_binary_run(kOp, ctx, in, n_in, out, n_out,
+                                   [](auto a, auto b) { return kernels::wrap_add(a, b); });
+  }
   if (act.kind == kernels::ActKind::kNone)
     return kernels::binary_run(kOp, ctx, in, n_in, out, n_out, [](float a, float b) { return a + b; });
   if (act.kind == kernels::ActKind::kRelu)
@@ -30,4 +38,6 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 
 }  // namespace
 DTORCH_REGISTER_KERNEL(add, DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL(add, DType::kInt64, infer, run);
+DTORCH_REGISTER_KERNEL(add, DType::kInt32, infer, run);
 }  // namespace dtorch

@@ -1,4 +1,5 @@
-// mul: a * b with NumPy broadcasting (runtime/OPS.md). The output may alias input a.
+// mul: a * b with NumPy broadcasting (runtime/OPS.md); float32, or int64 / int32 (wrapping around). The output may
+// alias input a.
 #include <cmath>
 
 #include "kernels/common/activation.h"
@@ -15,9 +16,14 @@ Status infer(const Attrs&, const TensorView* in, int n_in, Shape* out, int n_out
 }
 
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
+  if (in[0].dtype != DType::kFloat32)
+    return kernels::int_binary_run(kOp, ctx, in, n_in, out, n_out,
+                                   [](auto a, auto b) { return kernels::wrap_mul(a, b); });
   return kernels::binary_run(kOp, ctx, in, n_in, out, n_out, [](float a, float b) { return a * b; });
 }
 
 }  // namespace
 DTORCH_REGISTER_KERNEL(mul, DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL(mul, DType::kInt64, infer, run);
+DTORCH_REGISTER_KERNEL(mul, DType::kInt32, infer, run);
 }  // namespace dtorch

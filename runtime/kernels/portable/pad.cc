@@ -9,6 +9,8 @@
 // reflect and replicate index the uncropped input when the other side crops, as torch does. Each output element is
 // copied from one input element (or is `value`), so any thread count gives the same bits.
 #include <cstring>
+#include <limits>
+#include <type_traits>
 
 #include "kernels/common/util.h"
 
@@ -43,7 +45,6 @@ Status parse_mode(const char* s, Mode* m) {
 
 Status plan(const Attrs& attrs, const TensorView* in, int n_in, Plan* p) {
   DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 1, 1));
-  DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", in[0], DType::kFloat32));
   const char* mode = attrs.get_string("mode");
   DTORCH_RETURN_IF_ERROR(parse_mode(mode, &p->mode));
   const Shape& s = in[0].shape;
@@ -116,19 +117,12 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
   return Status::Ok();
 }
 
-Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
-  Plan p;
-  DTORCH_RETURN_IF_ERROR(plan(*ctx.attrs, in, n_in, &p));
+template <typename T>
+void pad_rows(const KernelContext& ctx, const Plan& p, const Shape& s, const T* x, T* y, T value) {
   const Shape& o = p.out;
-  const float value = static_cast<float>(ctx.attrs->get_float("value"));
-  const Shape& s = in[0].shape;
-  const float* x = in[0].as<const float>();
-  float* y = out[0].as<float>();
-  if (o.numel() == 0) return Status::Ok();
   if (o.ndim == 0) {
     y[0] = x[0];
-    return Status::Ok();
+    return;
   }
   int64_t ist[kMaxDims];
   kernels::contiguous_strides(s, ist);
@@ -136,7 +130,7 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   const int64_t cols = o.dims[last], rows = o.numel() / cols;
   kernels::parallel_chunks(ctx.pool, rows, cols >= 4096 ? 1 : kernels::ceil_div(4096, cols), [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
-      float* yr = y + r * cols;
+      T* yr = y + r * cols;
       int64_t off = 0, rem = r;
       bool inside = true;
       for (int d = last - 1; d >= 0; --d) {
@@ -151,9 +145,33 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
       }
     }
   });
-  return Status::Ok();
+}
+
+// Integer inputs take `value` truncated toward zero, a value outside the dtype refused; bool ones: value != 0.
+Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
+  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
+  Plan p;
+  DTORCH_RETURN_IF_ERROR(plan(*ctx.attrs, in, n_in, &p));
+  if (p.out.numel() == 0) return Status::Ok();
+  const double value = ctx.attrs->get_float("value");
+  return kernels::visit_dtype(kOp, in[0].dtype, [&](auto tag) {
+    using T = decltype(tag);
+    if constexpr (std::is_integral_v<T>) {
+      // Outside the dtype's range (or not finite) the conversion is undefined: refuse it rather than guess.
+      if (!(value >= static_cast<double>(std::numeric_limits<T>::lowest()) &&
+            value <= static_cast<double>(std::numeric_limits<T>::max())))
+        return op_error(StatusCode::kInvalidArgument, kOp, "value %g does not fit the %s input", value,
+                        dtype_name(in[0].dtype));
+    }
+    const T fill = in[0].dtype == DType::kBool ? static_cast<T>(value != 0.0) : static_cast<T>(value);
+    pad_rows<T>(ctx, p, in[0].shape, in[0].as<const T>(), out[0].as<T>(), fill);
+    return Status::Ok();
+  });
 }
 
 }  // namespace
 DTORCH_REGISTER_KERNEL(pad, DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL(pad, DType::kInt64, infer, run);
+DTORCH_REGISTER_KERNEL(pad, DType::kInt32, infer, run);
+DTORCH_REGISTER_KERNEL(pad, DType::kBool, infer, run);
 }  // namespace dtorch
