@@ -10,17 +10,17 @@ output i), read as onnx.backend.test.runner reads them (tensors, sequences, opti
 
 Rules (what a reader of the numbers needs to know):
 
-* Frozen inputs. The runtime plans static shapes at import, so a graph input whose *value* decides a shape or
-  stands for an attribute is passed to `import_model(constant_inputs=...)` with the test's value instead of being
-  fed at run time (ONNX Runtime's own backend test feeds everything at run time; here ORT does too). The rule is by
-  the consuming node's op type and input position, whatever the dtype (`PARAMETER_INPUTS`): Reshape 1, Expand 1,
-  Tile 1, Squeeze/Unsqueeze 1, Split 1, Slice 1-4, Pad 1-3 (pads, constant_value, axes), Resize 1-3 (roi, scales,
-  sizes), Upsample 1, Reduce* 1 (axes), ConstantOfShape 0, Range 0-2, Clip 1-2 (min/max), TopK 1, OneHot 1-2 (depth,
-  values), CumSum 1 (axis), Trilu 1 (k), and the like for the other shape-making operators (window sizes,
-  Col2Im/CenterCropPad/AffineGrid shapes, MaxUnpool output_shape, DFT/STFT lengths, NonMaxSuppression limits,
-  SplitToSequence split). Data-valued indices (Gather, GatherElements, GatherND, Scatter*, OneHot's indices) are fed
-  at run time, as a model feeds token ids. Every other input is fed at run time, and the import is static at the
-  test's own input shapes (`dynamic_axes=[]`, `input_shapes=` the test's).
+* Frozen inputs. The runtime plans static shapes at import, so a graph input whose *value* decides a shape or stands
+  for an attribute is passed to `import_model(constant_inputs=...)` with the test's value instead of being fed at
+  run time (ONNX Runtime's own backend test feeds everything at run time; here ORT does too). The rule is by the
+  consuming node's op type and input position, whatever the dtype (`PARAMETER_INPUTS`): Reshape 1, Expand 1, Tile 1,
+  Squeeze/Unsqueeze 1, Split 1, Slice 1-4, Pad 1-3 (pads, constant_value, axes), Resize 1-3 (roi, scales, sizes),
+  Upsample 1, Reduce* 1 (axes), ConstantOfShape 0, Range 0-2, Clip 1-2 (min/max), Dropout 1-2 (ratio,
+  training_mode), TopK 1, OneHot 1-2 (depth, values), CumSum 1 (axis), Trilu 1 (k), and the like for the other
+  shape-making operators (window sizes, Col2Im/CenterCropPad/AffineGrid shapes, MaxUnpool output_shape, DFT/STFT
+  lengths, NonMaxSuppression limits, SplitToSequence split). Data-valued indices (Gather, GatherElements, GatherND,
+  Scatter*, OneHot's indices) are fed at run time, as a model feeds token ids. Every other input is fed at run time,
+  and the import is static at the test's own input shapes (`dynamic_axes=[]`, `input_shapes=` the test's).
 * Statuses. pass; fail (an output's numbers, shape or dtype differ: the detail says by how much); unsupported
   (`import_model` raised OnnxImportError: an operator, a dtype, a feature; the detail is its first line); error
   (anything else: another exception at import or run, a crash of the process, or the per-test timeout; the detail
@@ -93,7 +93,7 @@ _REDUCE = ("ReduceL1", "ReduceL2", "ReduceLogSum", "ReduceLogSumExp", "ReduceMax
 PARAMETER_INPUTS: dict[str, tuple[int, ...]] = {
     "Reshape": (1,), "Expand": (1,), "Tile": (1,), "Squeeze": (1,), "Unsqueeze": (1,), "Split": (1,),
     "Slice": (1, 2, 3, 4), "Pad": (1, 2, 3), "Resize": (1, 2, 3), "Upsample": (1,), "ConstantOfShape": (0,),
-    "Range": (0, 1, 2), "Clip": (1, 2), "TopK": (1,), "OneHot": (1, 2), "CumSum": (1,), "Trilu": (1,),
+    "Range": (0, 1, 2), "Clip": (1, 2), "Dropout": (1, 2), "TopK": (1,), "OneHot": (1, 2), "CumSum": (1,), "Trilu": (1,),
     **{op: (1,) for op in _REDUCE},
     "CenterCropPad": (1,), "Col2Im": (1, 2), "AffineGrid": (1,), "MaxUnpool": (2,), "DFT": (1, 2), "STFT": (1, 3),
     "BlackmanWindow": (0,), "HannWindow": (0,), "HammingWindow": (0,), "MelWeightMatrix": (0, 1, 2, 3, 4),

@@ -59,6 +59,8 @@ CASES = [
     ("clip_max_only", "Clip", {"x": f32(4, 4)}, {"hi": np.array(0.3, np.float32)}, {}, 13, 1, ["x", "", "hi"]),
     ("identity", "Identity", {"x": f32(2, 3)}, {}, {}, 13, 1, None),
     ("dropout", "Dropout", {"x": f32(2, 3)}, {}, {}, 13, 1, None),
+    ("dropout_training_ratio0", "Dropout", {"x": f32(2, 3)},
+     {"r": np.array(0.0, np.float32), "t": np.array(True)}, {}, 13, 1, None),
     ("conv_pads", "Conv", {"x": X4}, {"w": W33, "b": f32(4)}, {"pads": [1, 0, 2, 1], "strides": [2, 1]}, 11, 1,
      None),
     ("conv_same_upper", "Conv", {"x": X4}, {"w": W33}, {"auto_pad": "SAME_UPPER", "strides": [2, 2]}, 11, 1, None),
@@ -74,6 +76,9 @@ CASES = [
      {"strides": [2, 2], "pads": [0, 1, 2, 0]}, 11, 1, None),
     ("conv_transpose_output_shape", "ConvTranspose", {"x": f32(1, 2, 4, 4)}, {"w": f32(2, 2, 3, 3)},
      {"strides": [2, 2], "output_shape": [9, 8]}, 11, 1, None),
+    ("conv_transpose_output_shape_larger", "ConvTranspose", {"x": f32(1, 1, 3, 3)}, {"w": f32(1, 2, 3, 3),
+                                                                                    "b": f32(2)},
+     {"strides": [3, 2], "output_shape": [10, 8]}, 11, 1, None),
     ("conv_transpose_groups", "ConvTranspose", {"x": f32(1, 4, 5, 5)}, {"w": f32(4, 2, 3, 3)},
      {"group": 2, "dilations": [2, 1]}, 11, 1, None),
     ("gemm_transb", "Gemm", {"a": f32(3, 5)}, {"b": f32(4, 5), "c": f32(4)}, {"transB": 1}, 13, 1, None),
@@ -84,6 +89,11 @@ CASES = [
     ("matmul_batched", "MatMul", {"a": f32(2, 3, 5), "b": f32(2, 5, 4)}, {}, {}, 13, 1, None),
     ("batchnorm", "BatchNormalization", {"x": f32(2, 3, 4, 4)},
      {"s": f32(3), "b": f32(3), "m": f32(3), "v": pos(3)}, {"epsilon": 1e-3}, 15, 1, None),
+    ("batchnorm_training", "BatchNormalization", {"x": f32(2, 3, 4, 4)},
+     {"s": f32(3), "b": f32(3), "m": f32(3), "v": pos(3)}, {"epsilon": 1e-3, "training_mode": 1, "momentum": 0.8},
+     15, 3, None),
+    ("batchnorm_training_3d", "BatchNormalization", {"x": f32(4, 3, 5)},
+     {"s": f32(3), "b": f32(3), "m": f32(3), "v": pos(3)}, {"training_mode": 1}, 15, 3, None),
     ("instancenorm", "InstanceNormalization", {"x": f32(2, 3, 5, 4)}, {"s": f32(3), "b": f32(3)}, {}, 13, 1,
      None),
     ("layernorm_axis", "LayerNormalization", {"x": f32(2, 3, 8)}, {"s": f32(3, 8), "b": f32(3, 8)}, {"axis": 1},
@@ -118,6 +128,21 @@ CASES = [
                                                                    "ceil_mode": 1}, 11, 1, None),
     ("avgpool_ceil_asym", "AveragePool", {"x": f32(1, 2, 10, 10)}, {},
      {"kernel_shape": [3, 3], "strides": [2, 2], "ceil_mode": 1, "pads": [1, 0, 0, 1]}, 11, 1, None),
+    ("avgpool_dilated", "AveragePool", {"x": f32(1, 2, 11, 10)}, {},
+     {"kernel_shape": [3, 2], "dilations": [2, 3], "strides": [2, 1], "pads": [1, 1, 2, 0]}, 19, 1, None),
+    ("avgpool_dilated_ceil_include", "AveragePool", {"x": f32(1, 2, 11, 10)}, {},
+     {"kernel_shape": [3, 3], "dilations": [2, 2], "strides": [2, 2], "pads": [1, 1, 1, 1], "ceil_mode": 1,
+      "count_include_pad": 1}, 19, 1, None),
+    ("avgpool_dilated_1d", "AveragePool", {"x": f32(2, 3, 13)}, {}, {"kernel_shape": [2], "dilations": [3]}, 19, 1,
+     None),
+    ("maxpool_3d", "MaxPool", {"x": f32(1, 2, 7, 8, 9)}, {},
+     {"kernel_shape": [3, 2, 3], "strides": [2, 2, 1], "pads": [1, 0, 1, 0, 1, 2], "dilations": [1, 2, 1],
+      "ceil_mode": 1}, 12, 1, None),
+    ("avgpool_3d_asym_include", "AveragePool", {"x": f32(2, 2, 6, 7, 5)}, {},
+     {"kernel_shape": [2, 3, 2], "strides": [2, 1, 2], "pads": [1, 0, 1, 0, 2, 1], "count_include_pad": 1,
+      "ceil_mode": 1}, 19, 1, None),
+    ("avgpool_3d_dilated", "AveragePool", {"x": f32(1, 3, 8, 7, 6)}, {},
+     {"kernel_shape": [2, 2, 3], "dilations": [2, 1, 2], "pads": [1, 1, 0, 1, 0, 2]}, 19, 1, None),
     ("global_avg", "GlobalAveragePool", {"x": X4}, {}, {}, 13, 1, None),
     ("global_max", "GlobalMaxPool", {"x": X4}, {}, {}, 13, 1, None),
     ("reshape_zero_minus1", "Reshape", {"x": f32(2, 3, 4)}, {"s": i64(0, -1)}, {}, 14, 1, None),
@@ -178,3 +203,61 @@ def test_operator_matches_onnxruntime(case, tmp_path):
     for g, r in zip(got, ref):
         assert_close(g, r)
     assert report.onnx_ops == {op: 1}
+
+
+def ints(dtype: type, *shape: int, lo: int = -20, hi: int = 20) -> np.ndarray:
+    return R.integers(lo, hi, size=shape).astype(dtype)
+
+
+# Integer arithmetic and data movement (ONNX's T includes int64 / int32): (id, op, inputs, initializers, attributes,
+# opset, output dtype)
+INT_CASES = [
+    *[(f"{op.lower()}_{dt.__name__}", op, {"a": ints(dt, 2, 3, 4), "b": ints(dt, 4, lo=1, hi=9)}, {}, {}, 14, dt)
+      for op in ("Add", "Sub", "Mul", "Div", "Max", "Min") for dt in (np.int64, np.int32)],
+    ("div_int64_negative", "Div", {"a": ints(np.int64, 3, 5)}, {"b": np.array([-3, 2, -7, 5, 1], np.int64)}, {},
+     14, np.int64),
+    ("pow_int32", "Pow", {"a": ints(np.int32, 3, 4, lo=-5, hi=6), "b": ints(np.int32, 4, lo=0, hi=5)}, {}, {}, 15,
+     np.int32),
+    ("pow_int64_float", "Pow", {"a": ints(np.int64, 3, 4, lo=0, hi=9)}, {"b": np.array(1.5, np.float32)}, {}, 15,
+     np.int64),
+    *[(f"pad_{mode}_int64", "Pad", {"x": ints(np.int64, 2, 3, 4)}, {"p": i64(0, 1, 2, 0, 1, 1)}, {"mode": mode}, 18,
+       np.int64) for mode in ("constant", "reflect", "edge", "wrap")],
+    ("reduce_max_bool", "ReduceMax", {"x": R.random((3, 4, 2)) > 0.7}, {"a": i64(1)}, {"keepdims": 0}, 20, np.bool_),
+    ("reduce_min_bool", "ReduceMin", {"x": R.random((3, 4, 2)) > 0.3}, {"a": i64(-1)}, {}, 20, np.bool_),
+    ("pad_constant_int32_value", "Pad", {"x": ints(np.int32, 3, 4)},
+     {"p": i64(1, 0, 0, 2), "v": np.array(-7, np.int32)}, {}, 18, np.int32),
+]
+
+
+@pytest.mark.parametrize("case", INT_CASES, ids=[c[0] for c in INT_CASES])
+def test_integer_operator_matches_onnxruntime(case, tmp_path):
+    _, op, inputs, consts, attrs, opset, out_dtype = case
+    model = node_model(op, inputs, consts, attrs, opset=opset, out_dtype=out_dtype)
+    src = save(model, tmp_path / "m.onnx")
+    don.import_model(src, tmp_path / "m.dtm", check_parity=False)
+    ref = ort_run(src, inputs)
+    got = dtm_run(tmp_path / "m.dtm", inputs)
+    assert got[0].dtype == ref[0].dtype == out_dtype
+    np.testing.assert_array_equal(got[0], ref[0])
+
+
+def test_integer_division_by_zero_gives_zero(tmp_path):
+    """The import runs the model on zero integer inputs (valid indices): a Div by an input must still import, and a
+    division by zero at run time gives 0 (NumPy's result) instead of trapping."""
+    a = ints(np.int64, 4)
+    model = node_model("Div", {"a": a, "b": ints(np.int64, 4)}, opset=14, out_dtype=np.int64)
+    don.import_model(save(model, tmp_path / "m.onnx"), tmp_path / "m.dtm")
+    got = dtm_run(tmp_path / "m.dtm", {"a": np.array([7, 7, -7, 9], np.int64), "b": np.array([2, 0, 2, -1], np.int64)})
+    np.testing.assert_array_equal(got[0], [3, 0, -3, -9])
+
+
+def test_dropout_training_with_a_ratio_is_refused(tmp_path):
+    model = node_model("Dropout", {"x": f32(2, 3)}, {"r": np.array(0.3, np.float32), "t": np.array(True)},
+                       opset=13)
+    with pytest.raises(don.OnnxImportError, match=r"Dropout.*training_mode is true with ratio 0.3; dtorch imports "
+                                                  r"models for inference"):
+        don.import_model(save(model, tmp_path / "m.onnx"), tmp_path / "m.dtm")
+    runtime_mode = node_model("Dropout", {"x": f32(2, 3), "t": np.array(True)}, {"r": np.array(0.3, np.float32)},
+                              opset=13, order=["x", "r", "t"])
+    with pytest.raises(don.OnnxImportError, match=r"training_mode is computed from the model's inputs"):
+        don.import_model(save(runtime_mode, tmp_path / "t.onnx"), tmp_path / "t.dtm")

@@ -153,12 +153,23 @@ def identity(ctx: Ctx) -> Sequence[Value]:
 @translates("Dropout")
 def dropout(ctx: Ctx) -> Sequence[Value | None]:
     x = ctx.input(0)
-    if ctx.has_input(2):
-        training = ctx.const(2, "training_mode")
-        if training is not None and bool(np.asarray(training).reshape(-1)[0]):
-            raise ctx.fail("training_mode is true; dtorch imports models for inference (export them in eval mode)")
+    training, training_known = False, True
+    if ctx.opset < 12:  # ratio an attribute, and no training_mode
+        ratio = float(ctx.attr("ratio", 0.5))
+    else:
+        r = ctx.const(1, "ratio") if ctx.has_input(1) else None
+        ratio = 0.5 if r is None else float(np.asarray(r).reshape(-1)[0])
+        if ctx.has_input(2):
+            t = ctx.input(2)
+            training_known = t.is_const and t.data is not None
+            training = training_known and bool(np.asarray(t.data).reshape(-1)[0])
+    # At inference, and in training with ratio 0, the output is the input and the mask all true. Training with a
+    # nonzero ratio draws random numbers, which a deployed model should not do.
+    if ratio != 0.0 and (training or not training_known):
+        why = "training_mode is true" if training else "training_mode is computed from the model's inputs"
+        raise ctx.fail(f"{why} with ratio {ratio:g}; dtorch imports models for inference (export them in eval mode)")
     mask = ctx.constant(np.ones(ctx.shape(x), dtype=np.bool_)) if ctx.output_used(1) else None
-    return [x, mask]  # at inference the mask is all true
+    return [x, mask]
 
 
 _COMPARE = {"Equal": "equal", "Less": "less", "Greater": "greater"}
@@ -177,6 +188,10 @@ def where(ctx: Ctx) -> Sequence[Value]:
 def _cast_to(ctx: Ctx, x: Value, to: np.dtype) -> Value:
     if np.dtype(x.dtype) == to:
         return x
+    from ...catalogue._schema import MOVABLE_DTYPES
+
+    if to.name not in MOVABLE_DTYPES:
+        raise ctx.fail(f"it casts to {to.name}; the runtime's tensors are {', '.join(MOVABLE_DTYPES)}")
     return ctx.emit1("cast", [x], {"to": to.name})
 
 

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 import numpy as np
 
@@ -70,9 +70,9 @@ def conv_transpose(ctx: Ctx) -> Sequence[Value]:
     out_shape = ctx.attr("output_shape")
     if out_shape is not None or auto in ("SAME_UPPER", "SAME_LOWER"):
         target = [int(o) for o in out_shape][-nsp:] if out_shape is not None else [i * s for i, s in zip(ins, strides)]
+        # A negative total (output_shape larger than the full result) pads the end, as ONNX's reference does:
+        # those elements get the bias only.
         total = [f + op - t for f, op, t in zip(full, out_pad, target)]
-        if any(t < 0 for t in total):
-            raise ctx.fail(f"output_shape {target} is larger than the transposed convolution produces")
         if auto == "SAME_UPPER":
             begin = [t // 2 for t in total]
         else:
@@ -88,6 +88,10 @@ def conv_transpose(ctx: Ctx) -> Sequence[Value]:
     kpad, kop, extra = [], [], []
     for f, bg, n_out, s, d in zip(full, begin, length, strides, dil):
         op_k = n_out - (f - 2 * bg)
+        if bg < 0:
+            raise ctx.fail(f"its output_shape / pads put output elements before the first one the transposed "
+                           f"convolution produces (pads begin at {begin}), which the runtime's conv_transpose2d "
+                           f"cannot do")
         if 0 <= op_k < max(s, d):
             kpad.append(bg)
             kop.append(op_k)
@@ -155,11 +159,26 @@ def matmul(ctx: Ctx) -> Sequence[Value]:
 
 @translates("BatchNormalization")
 def batch_norm(ctx: Ctx) -> Sequence[Value | None]:
-    if int(ctx.attr("training_mode", 0)) and any(ctx.output_used(k) for k in (1, 2)):
-        raise ctx.fail("training_mode=1 with running statistics as outputs; import a model exported in eval mode")
     x, scale, bias, mean, var = (ctx.input(i) for i in range(5))
-    return [ctx.emit1("batch_norm", [x, mean, var, scale, bias], {"eps": float(ctx.attr("epsilon", 1e-5))}),
-            None, None]
+    eps = float(ctx.attr("epsilon", 1e-5))
+    if not int(ctx.attr("training_mode", 0)):
+        return [ctx.emit1("batch_norm", [x, mean, var, scale, bias], {"eps": eps}), None, None]
+    # training_mode=1 (opset 14+): normalize with the batch's own statistics (the population variance over every dim
+    # but the channel's), and give the updated running statistics as outputs 1 and 2 when they are used.
+    axes = {"axes": [0, *range(2, len(x.shape))], "keepdim": 0}
+    cur_mean = ctx.emit1("mean", [x], axes)
+    bshape = [1, int(x.shape[1])] + [1] * (len(x.shape) - 2)
+    d = ctx.emit1("sub", [x, ctx.reshape(cur_mean, bshape)])
+    cur_var = ctx.emit1("mean", [ctx.emit1("mul", [d, d])], axes)
+    y = ctx.emit1("batch_norm", [x, cur_mean, cur_var, scale, bias], {"eps": eps})
+    momentum = float(ctx.attr("momentum", 0.9))
+
+    def running(old: Value, cur: Value) -> Value:
+        return ctx.emit1("add", [ctx.emit1("mul", [old, scalar_const(ctx, momentum)]),
+                                 ctx.emit1("mul", [cur, scalar_const(ctx, 1.0 - momentum)])])
+
+    return [y, running(mean, cur_mean) if ctx.output_used(1) else None,
+            running(var, cur_var) if ctx.output_used(2) else None]
 
 
 @translates("InstanceNormalization")
@@ -275,56 +294,84 @@ def _ceil_extra(size: int, k: int, s: int, d: int, b: int, e: int) -> int:
     return max(0, (out - 1) * s + span - (size + b + e))
 
 
-def _lift(ctx: Ctx, vals: list[int], was_1d: bool, fill: int) -> list[int]:
-    return [fill, *vals] if was_1d else vals
+#: A 2-D pool over a rank-4 value: (x, kernel, strides, dilations, pads begin, pads end) -> rank-4 value.
+Pool2d = Callable[[Value, list[int], list[int], list[int], list[int], list[int]], Value]
+
+
+def _pool_nd(ctx: Ctx, x: Value, geometry: tuple[list[int], ...], pool2d: Pool2d) -> Value:
+    """A 1-D, 2-D or 3-D pool through 2-D ones. 1-D: as (N, C, 1, L). 3-D: max and average pools are separable over a
+    box window (the window's count of real or padded elements is the product of its counts per axis), so pool
+    (H, W) with the (N, C*D, H, W) view, then D with the (N, C, D, H'*W') view and a (kd, 1) window."""
+    kernel, strides, dil, begin, end = geometry
+    rank = len(x.shape)
+    if rank == 4:
+        return pool2d(x, kernel, strides, dil, begin, end)
+    if rank == 3:
+        n, c, length = ctx.shape(x)
+        y = pool2d(ctx.reshape(x, [n, c, 1, length]), [1, *kernel], [1, *strides], [1, *dil], [0, *begin], [0, *end])
+        return ctx.reshape(y, [n, c, int(y.shape[3])])
+    if rank == 5:
+        n, c, d, h, w = ctx.shape(x)
+        hw = pool2d(ctx.reshape(x, [n, c * d, h, w]), kernel[1:], strides[1:], dil[1:], begin[1:], end[1:])
+        h2, w2 = int(hw.shape[2]), int(hw.shape[3])
+        y = pool2d(ctx.reshape(hw, [n, c, d, h2 * w2]), [kernel[0], 1], [strides[0], 1], [dil[0], 1], [begin[0], 0],
+                   [end[0], 0])
+        return ctx.reshape(y, [n, c, int(y.shape[2]), h2, w2])
+    raise ctx.fail(f"the input has rank {rank}; dtorch supports 1-D, 2-D and 3-D {ctx.op_type} (rank 3 to 5)")
 
 
 @translates("MaxPool")
 def max_pool(ctx: Ctx) -> Sequence[Value | None]:
     if ctx.output_used(1):
         raise ctx.fail("its Indices output is used, which dtorch does not support")
-    x = ctx.input(0)
-    kernel, strides, dil, begin, end = _pool_geometry(ctx, x)
     if int(ctx.attr("storage_order", 0)) not in (0, 1):
         raise ctx.fail("storage_order must be 0 or 1")
-    x2, was_1d = _to_2d(ctx, x, "the input")
-    kernel, strides, dil = _lift(ctx, kernel, was_1d, 1), _lift(ctx, strides, was_1d, 1), _lift(ctx, dil, was_1d, 1)
-    begin, end = _lift(ctx, begin, was_1d, 0), _lift(ctx, end, was_1d, 0)
-    sizes = ctx.shape(x2)[2:]
-    if int(ctx.attr("ceil_mode", 0)):
-        end = [e + _ceil_extra(sz, k, s, d, b, e) for sz, k, s, d, b, e in zip(sizes, kernel, strides, dil, begin, end)]
-    sym = begin == end and all(2 * p <= k for p, k in zip(begin, kernel))
-    if not sym and any(begin + end):
-        pads = [begin[1], end[1], begin[0], end[0]]
-        x2 = ctx.emit1("pad", [x2], {"pads": pads, "value": float("-inf")})
-        begin = end = [0, 0]
-    y = ctx.emit1("max_pool2d", [x2], {"kernel": kernel, "stride": strides, "padding": begin, "dilation": dil})
-    return [_from_1d(ctx, y, was_1d), None]
+    x = ctx.input(0)
+    ceil = int(ctx.attr("ceil_mode", 0))
+
+    def pool2d(x2: Value, kernel: list[int], strides: list[int], dil: list[int], begin: list[int],
+               end: list[int]) -> Value:
+        sizes = ctx.shape(x2)[2:]
+        if ceil:
+            end = [e + _ceil_extra(sz, k, s, d, b, e)
+                   for sz, k, s, d, b, e in zip(sizes, kernel, strides, dil, begin, end)]
+        sym = begin == end and all(2 * p <= k for p, k in zip(begin, kernel))
+        if not sym and any(begin + end):
+            x2 = ctx.emit1("pad", [x2], {"pads": [begin[1], end[1], begin[0], end[0]], "value": float("-inf")})
+            begin = end = [0, 0]
+        return ctx.emit1("max_pool2d", [x2], {"kernel": kernel, "stride": strides, "padding": begin, "dilation": dil})
+
+    return [_pool_nd(ctx, x, _pool_geometry(ctx, x), pool2d), None]
 
 
 @translates("AveragePool")
 def average_pool(ctx: Ctx) -> Sequence[Value]:
     x = ctx.input(0)
-    kernel, strides, dil, begin, end = _pool_geometry(ctx, x)
-    if any(d != 1 for d in dil):
-        raise ctx.fail(f"dilations {dil} are not supported by the runtime's avg_pool2d")
     include = int(ctx.attr("count_include_pad", 0))
-    x2, was_1d = _to_2d(ctx, x, "the input")
-    kernel, strides = _lift(ctx, kernel, was_1d, 1), _lift(ctx, strides, was_1d, 1)
-    begin, end = _lift(ctx, begin, was_1d, 0), _lift(ctx, end, was_1d, 0)
-    sizes = ctx.shape(x2)[2:]
     ceil = int(ctx.attr("ceil_mode", 0))
-    if begin == end and all(2 * p <= k for p, k in zip(begin, kernel)):
-        y = ctx.emit1("avg_pool2d", [x2], {"kernel": kernel, "stride": strides, "padding": begin, "ceil_mode": ceil,
-                                          "count_include_pad": include})
-        return [_from_1d(ctx, y, was_1d)]
-    # Asymmetric padding: pool the zero-padded input counting every element, and divide by the same pool of a
-    # mask of ones (a constant), which counts the elements of each window that are real (or, with
-    # count_include_pad, real or padding).
+
+    def pool2d(x2: Value, kernel: list[int], strides: list[int], dil: list[int], begin: list[int],
+               end: list[int]) -> Value:
+        if any(d != 1 for d in dil):
+            return _dilated_avg_pool(ctx, x2, kernel, strides, dil, begin, end, include, ceil)
+        if begin == end and all(2 * p <= k for p, k in zip(begin, kernel)):
+            return ctx.emit1("avg_pool2d", [x2], {"kernel": kernel, "stride": strides, "padding": begin,
+                                                  "ceil_mode": ceil, "count_include_pad": include})
+        return _padded_avg_pool(ctx, x2, kernel, strides, begin, end, include, ceil)
+
+    return [_pool_nd(ctx, x, _pool_geometry(ctx, x), pool2d)]
+
+
+def _padded_avg_pool(ctx: Ctx, x: Value, kernel: list[int], strides: list[int], begin: list[int], end: list[int],
+                     include: int, ceil: int) -> Value:
+    """Asymmetric padding: pool the zero-padded input counting every element, and divide by the same pool of a mask
+    of ones (a constant), which counts the elements of each window that are real (or, with count_include_pad, real
+    or padding)."""
+    sizes = ctx.shape(x)[2:]
     extra = [_ceil_extra(sz, k, s, 1, b, e) if ceil else 0 for sz, k, s, b, e in zip(sizes, kernel, strides, begin, end)]
     full_end = [e + x for e, x in zip(end, extra)]
     pads = [begin[1], full_end[1], begin[0], full_end[0]]
-    padded = ctx.emit1("pad", [x2], {"pads": pads})
+    padded = ctx.emit1("pad", [x], {"pads": pads})
     attrs = {"kernel": kernel, "stride": strides, "padding": [0, 0], "count_include_pad": 1}
     total = ctx.emit1("avg_pool2d", [padded], attrs)
     mask = np.ones((1, 1, *sizes), dtype=np.float32)
@@ -335,5 +382,30 @@ def average_pool(ctx: Ctx) -> Sequence[Value]:
         mpads = pads
     mask_v = ctx.emit1("pad", [ctx.constant(mask)], {"pads": mpads})
     counts = ctx.emit1("avg_pool2d", [mask_v], attrs)
-    return [_from_1d(ctx, ctx.emit1("div", [total, counts]), was_1d)]
+    return ctx.emit1("div", [total, counts])
 
+
+def _dilated_avg_pool(ctx: Ctx, x: Value, kernel: list[int], strides: list[int], dil: list[int], begin: list[int],
+                      end: list[int], include: int, ceil: int) -> Value:
+    """A dilated AveragePool (the runtime's avg_pool2d has no dilation): the window sums are a depthwise conv2d with
+    a kernel of ones and the dilation, over the zero-padded input; the divisors the same conv of a mask that marks
+    the elements that count (real ones, or real and ONNX padding with count_include_pad; never the ceil-mode
+    overhang)."""
+    c = int(x.shape[1])
+    sizes = ctx.shape(x)[2:]
+    extra = [_ceil_extra(sz, k, s, d, b, e) if ceil else 0
+             for sz, k, s, d, b, e in zip(sizes, kernel, strides, dil, begin, end)]
+    full_end = [e + x for e, x in zip(end, extra)]
+    pads = [begin[1], full_end[1], begin[0], full_end[0]]
+    attrs = {"stride": strides, "dilation": dil, "padding": [0, 0, 0, 0], "groups": c}
+    ones = ctx.constant(np.ones((c, 1, *kernel), dtype=np.float32))
+    total = ctx.emit1("conv2d", [ctx.emit1("pad", [x], {"pads": pads}), ones, None], attrs)
+    mask = np.ones((1, 1, *sizes), dtype=np.float32)
+    if include:
+        mask = np.pad(mask, ((0, 0), (0, 0), (begin[0], end[0]), (begin[1], end[1])), constant_values=1.0)
+        mask = np.pad(mask, ((0, 0), (0, 0), (0, extra[0]), (0, extra[1])))
+    else:
+        mask = np.pad(mask, ((0, 0), (0, 0), (begin[0], full_end[0]), (begin[1], full_end[1])))
+    one = ctx.constant(np.ones((1, 1, *kernel), dtype=np.float32))
+    counts = ctx.emit1("conv2d", [ctx.constant(mask), one, None], {**attrs, "groups": 1})
+    return ctx.emit1("div", [total, counts])

@@ -45,6 +45,10 @@ def reduce(ctx: Ctx) -> Sequence[Value]:
         s = ctx.emit1("sum", [ctx.emit1("exp", [ctx.emit1("sub", [x, m])])], attrs)
         m2 = m if keep else ctx.reshape(m, [d for i, d in enumerate(ctx.shape(m)) if i not in axes])
         return [ctx.emit1("add", [ctx.emit1("log", [s]), m2])]
+    if op in ("ReduceMax", "ReduceMin") and np.dtype(x.dtype) == np.bool_:
+        # over bools (opset 20): any / all, as the max / min of the values as int64
+        as_int = ctx.emit1("cast", [x], {"to": "int64"})
+        return [ctx.emit1("cast", [ctx.emit1(_REDUCE[op], [as_int], attrs)], {"to": "bool"})]
     y = ctx.emit1(_REDUCE[op], [x], attrs)
     if op == "ReduceL2":
         y = ctx.emit1("sqrt", [y])
