@@ -113,7 +113,15 @@ class _Merge:
                 out[j] = 0
             else:
                 free.append(j)
-        if na.op == "reshape" and len(free) == 1:
+        written = [j for j, (x, y) in enumerate(zip(sa, sb)) if x == y == -1] if na.op == "reshape" else []
+        if written and len(free) == 1:
+            # The target already infers one entry (e.g. view(bsz, heads, -1, src_len)): when that one has the
+            # same size in both traces, write it out, so the entry that follows the dynamic dims can be the -1.
+            ka, kb = _inferred(_sizes(sa, ia, 0), ia), _inferred(_sizes(sb, ib, 0), ib)
+            if ka is not None and ka == kb:
+                out[written[0]] = ka
+                written = []
+        if na.op == "reshape" and len(free) == 1 and not written:
             out[free[0]] = -1
         elif free and self.like(na, free, _sizes(sa, ia, lead), _sizes(sb, ib, lead)):
             pass
@@ -192,6 +200,13 @@ class _Merge:
 def _sizes(target: list[int], x: Value, lead: int) -> list[int]:
     """The sizes a reshape/expand target means for input `x` (0 entries: x's dim at that position)."""
     return [int(x.shape[j - lead]) if t == 0 and 0 <= j - lead < len(x.shape) else t for j, t in enumerate(target)]
+
+
+def _inferred(sizes: list[int], x: Value) -> int | None:
+    """The size a reshape target's one -1 entry stands for with input `x` (None when it cannot be told)."""
+    rest = int(np.prod([t for t in sizes if t != -1], dtype=np.int64))
+    numel = int(np.prod(x.shape, dtype=np.int64))
+    return numel // rest if rest > 0 and numel % rest == 0 else None
 
 
 def _eq(a: Any, b: Any) -> bool:

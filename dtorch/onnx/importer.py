@@ -479,10 +479,23 @@ def import_model(model: str | os.PathLike[str], f: str | os.PathLike[str], *, dy
     specs = _input_specs(proto, shapes)
     dynamic = _dynamic_names(specs, dynamic_axes)
     sizes = _sizes(specs, shapes)
+    defaulted = [d for d in sizes if not any(s.name in shapes and d in s.dims for s in specs)]
     for s in specs:  # dimensions not kept dynamic take their example size
         s.dims = [d if isinstance(d, int) or d in dynamic else sizes[d] for d in s.dims]
     order = [d for d in sizes if d in dynamic]
-    ga, example = _specialize(proto, opset, specs, sizes, 0, bool(order))
+    try:
+        ga, example = _specialize(proto, opset, specs, sizes, 0, bool(order))
+    except OnnxImportError as e:
+        if not defaulted:
+            raise
+        # A model exported with some size baked in (a tracer constant) fails at the example size 1 with a shape
+        # error that does not say why: say which sizes were guessed and how to give the real ones.
+        first = next(s for s in specs if any(isinstance(d, str) or d in defaulted for d in s.dims))
+        hint = ",".join(str(d) if isinstance(d, int) and d not in defaulted else str(d).upper() for d in
+                        _input_specs(proto, {})[specs.index(first)].dims)
+        raise OnnxImportError(f"{e}\n(the model's named dimensions {', '.join(defaulted)} took the example size 1; a "
+                              f"model exported with a size fixed inside it needs that size: pass input_shapes, or "
+                              f"--input-shape {first.name}={hint} with the sizes it was exported at)") from None
     if order:
         changed = {d: sizes[d] + i + 1 for i, d in enumerate(order)}
         desc = ", ".join(f"'{d}' ({sizes[d]} -> {changed[d]})" for d in order)
@@ -526,6 +539,25 @@ def import_model(model: str | os.PathLike[str], f: str | os.PathLike[str], *, dy
     return report
 
 
+def _parity_error(g: np.ndarray, r: np.ndarray) -> float:
+    """Max |g - r| over the output scale; NaN where both are NaN and equal infinities count as agreeing, a NaN or
+    an infinity in only one of them as inf; integer and bool outputs 0 or inf (exact)."""
+    if r.dtype.kind != "f":
+        return 0.0 if np.array_equal(g, r) else float("inf")
+    g64, r64 = g.astype(np.float64), r.astype(np.float64)
+    if np.any(np.isnan(g64) != np.isnan(r64)):
+        return float("inf")
+    finite = np.isfinite(r64)
+    if np.any(~finite & ~np.isnan(r64) & (g64 != r64)):  # an infinity the other one does not have
+        return float("inf")
+    if not finite.any():
+        return 0.0
+    if not np.isfinite(g64[finite]).all():
+        return float("inf")
+    scale = max(1.0, float(np.abs(r64[finite]).max()))
+    return float(np.abs(g64[finite] - r64[finite]).max()) / scale
+
+
 def _parity(report: ImportReport, src: Path, dst: Path, in_names: list[str], example: list[np.ndarray],
             tol: float, frozen: Mapping[str, np.ndarray]) -> None:
     try:
@@ -535,30 +567,36 @@ def _parity(report: ImportReport, src: Path, dst: Path, in_names: list[str], exa
         return
     from ..runtime import InferenceSession
 
+    def reference(feeds: dict[str, np.ndarray]) -> list[np.ndarray]:
+        return [np.asarray(r) for r in sess.run(None, {**feeds, **{k: np.asarray(v) for k, v in frozen.items()}})]
+
     feeds = dict(zip(in_names, example))
     try:
         opts = ort.SessionOptions()
         opts.log_severity_level = 3
-        ref = ort.InferenceSession(str(src), opts, providers=["CPUExecutionProvider"]).run(
-            None, {**feeds, **{k: np.asarray(v) for k, v in frozen.items()}})
+        sess = ort.InferenceSession(str(src), opts, providers=["CPUExecutionProvider"])
+        ref = reference(feeds)
     except Exception as e:
         report.parity_note = f"skipped (ONNX Runtime cannot run the model: {str(e).strip().splitlines()[0]})"
         report.warnings.append(report.parity_note)
         return
+    if any(r.dtype.kind == "f" and np.isnan(r).any() for r in ref) and any(x.dtype.kind in "iub" for x in example):
+        # Integer inputs are zeros at import (an index valid for any gather); as an attention mask that masks every
+        # position, and the outputs are NaN, which compares nothing. Ones instead, when ONNX Runtime takes them.
+        ones = {n: (np.ones_like(x) if x.dtype.kind in "iub" else x) for n, x in feeds.items()}
+        try:
+            ref_ones = reference(ones)
+        except Exception:
+            ref_ones = None
+        if ref_ones is not None and not any(r.dtype.kind == "f" and np.isnan(r).any() for r in ref_ones):
+            feeds, ref = ones, ref_ones
     got = InferenceSession(str(dst)).run(None, feeds)
     errs: dict[str, float] = {}
     for name, g, r in zip(report.output_names, got, ref):
-        r = np.asarray(r)
         if g.shape != r.shape:
             raise OnnxImportError(f"parity check failed: output '{name}' has shape {list(g.shape)} in dtorch and "
                                   f"{list(r.shape)} in ONNX Runtime")
-        if r.dtype.kind == "f":
-            scale = max(1.0, float(np.nanmax(np.abs(r))) if r.size else 1.0)
-            diff = np.abs(g.astype(np.float64) - r.astype(np.float64))
-            bad_nan = bool(np.any(np.isnan(g) != np.isnan(r)))
-            errs[name] = float("inf") if bad_nan else (float(np.nanmax(diff)) / scale if r.size else 0.0)
-        else:
-            errs[name] = 0.0 if np.array_equal(g, r) else float("inf")
+        errs[name] = _parity_error(g, r)
     report.parity = errs
     bad = {n: e for n, e in errs.items() if not e <= tol}
     if bad:

@@ -183,3 +183,21 @@ def test_unknown_attribute_value_of_a_known_op(tmp_path):
     m = node_model("Gelu", {"x": X}, attrs={"approximate": "cubic"}, opset=20)
     refused(save(m, tmp_path / "g.onnx"), "approximate='cubic'|onnx.checker", tmp_path)
 
+
+
+def test_parity_comparison_treats_nan_and_inf_as_onnx_runtime_does():
+    """The parity check compares NaN with NaN and an infinity with the same infinity as agreeing (a model whose
+    example output is NaN where ONNX Runtime's is, e.g. a fully masked softmax, is not a dtorch bug); NaN or inf on
+    one side only, or a wrong integer, is an infinite error."""
+    from dtorch.onnx.importer import _parity_error
+
+    nan, inf = float("nan"), float("inf")
+    f = lambda *v: np.array(v, np.float32)  # noqa: E731
+    assert _parity_error(f(nan, nan), f(nan, nan)) == 0.0
+    assert _parity_error(f(nan, 1.0, inf, -inf), f(nan, 1.0, inf, -inf)) == 0.0
+    assert _parity_error(f(1.0, 2.5), f(1.0, 2.0)) == pytest.approx(0.25)  # over the output scale 2
+    assert _parity_error(f(nan, 1.0), f(0.0, 1.0)) == inf
+    assert _parity_error(f(inf, 1.0), f(-inf, 1.0)) == inf
+    assert _parity_error(f(inf, 1.0), f(5.0, 1.0)) == inf
+    assert _parity_error(np.array([1, 2]), np.array([1, 3])) == inf
+    assert _parity_error(np.array([True]), np.array([True])) == 0.0
