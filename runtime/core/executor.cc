@@ -220,7 +220,8 @@ Status Session::Impl::check_inputs(const TensorView* in, size_t n) const {
       if (io.dims[d] >= 0 && got != io.dims[d])
         return error_status(StatusCode::kInvalidArgument,
                             "input '%s' dimension %zu: expected size %lld but got %lld; this dimension is fixed in the "
-                            "model. To accept other sizes, export with dynamic_axes={'%s': {%zu: 'name'}}",
+                            "model. To accept other sizes, export with dynamic_axes={'%s': {%zu: 'name'}} (dt.export), or "
+                            "import the ONNX model with that dimension dynamic (dtorch-edge import --dynamic NAME)",
                             io.name.c_str(), d, static_cast<long long>(io.dims[d]), static_cast<long long>(got),
                             io.name.c_str(), d);
       if (io.dims[d] < 0 && got < 1)
