@@ -87,7 +87,7 @@ class _Merge:
             vb = nb.attrs[k]
             if _eq(va, vb):
                 continue
-            if na.op in ("reshape", "expand") and k == "shape":
+            if na.op in ("reshape", "expand", "arange") and k == "shape":
                 na.attrs[k] = self.symbolic(na, nb)
                 self.shape_follows = True
                 continue

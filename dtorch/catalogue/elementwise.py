@@ -25,7 +25,8 @@ OPS = [
     _binary("sub", "a - b"),
     _binary("mul", "a * b"),
     _binary("div", "a / b (integers: truncated toward zero; a division by zero gives 0, as NumPy)"),
-    _binary("pow", "a ** b (an integer base: exact for integer exponents >= 0; float32 exponents truncate toward zero; 0 ** -n = 0)"),
+    _binary("pow", "a ** b (an integer base: exact for integer exponents >= 0, float32 exponents truncate toward "
+                   "zero, 0 ** -n = 0)"),
     _binary("maximum", "elementwise max (NaN propagates)"),
     _binary("minimum", "elementwise min (NaN propagates)"),
 ]

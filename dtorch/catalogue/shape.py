@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from ._schema import F32, I64, MOVABLE_DTYPES, Attr, OpDef, Operand, Signature
+from ._schema import F32, I32, I64, MOVABLE_DTYPES, Attr, OpDef, Operand, Signature
 from ._schema import MAX_DIMS as _MAXD
 
 #: The kernels that only move elements take every dtype of MOVABLE_DTYPES (one signature each, same dtype out).
@@ -60,6 +60,13 @@ OPS = [
                  Attr("value", "float", 0.0, doc="mode constant only; integer inputs truncate it toward zero "
                       "and refuse a value outside their dtype")),
           signatures=_MOVED, shape="each padded dim grows by lo + hi", eager=("pad",), family="shape"),
+    OpDef("arange", "start + i * step for i in [0, n): n is `shape`[0], or like.shape[like_dims[0]] at run time (the "
+          "length of ONNX Range / torch.arange that follows a dynamic dimension, e.g. position ids over the sequence)",
+          (Operand("start", "a scalar: the first value, and the output's dtype"), _LIKE),
+          attrs=(Attr("shape", "ints", lo=0, length=(1, 1), doc="[n], the length"),
+                 Attr("step", "float", 1.0, doc="the increment (integer dtypes: a whole number)"), _LIKE_DIMS),
+          signatures=tuple(Signature((d, e), (d,)) for d in (F32, I64, I32) for e in MOVABLE_DTYPES),
+          shape="(n)", family="shape"),
     OpDef("expand", "broadcast to `shape`", (Operand("x"), _LIKE),
           attrs=(Attr("shape", "ints", lo=0, length=(0, _MAXD), doc="0 = keep the input dim"), _LIKE_DIMS),
           signatures=_MOVED_LIKE, shape="`shape` (entries from like.shape where like_dims says)",

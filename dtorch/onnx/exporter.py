@@ -768,6 +768,20 @@ def _target(b: _Builder, n: _N, entries: list[int]) -> str:
     return b.op("Concat", parts, axis=0)
 
 
+def _arange(b: _Builder, n: _N) -> None:
+    # Range(start, start + n * step, step) over rank-0 operands: n is the attribute, or (like_dims) a dim of
+    # Shape(like) at run time.
+    from onnx import helper
+
+    dtype = np.dtype(n.val(0).dtype)
+    start = b.op("Reshape", [n.req(0), b.ints([])])
+    length = b.op("Reshape", [_target(b, n, [int(n.attrs["shape"][0])]), b.ints([])])
+    if dtype != np.int64:
+        length = b.op("Cast", [length], to=helper.np_dtype_to_tensor_dtype(dtype))
+    step = b.scalar(float(n.attrs.get("step", 1.0)), dtype)
+    b.op("Range", [start, b.op("Add", [start, b.op("Mul", [length, step])]), step], n.out)
+
+
 def _reshape(b: _Builder, n: _N) -> None:
     # ONNX Reshape (allowzero = 0, the default) reads 0 as "copy the input dim" and -1 as "inferred", as the
     # catalogue does, so a symbolic target keeps working at other sizes.
@@ -953,7 +967,7 @@ OP_MAPPING: dict[str, Translator] = {
     "log_softmax": _softmax("LogSoftmax"),
     # shapes and indexing
     "reshape": _reshape, "expand": _expand, "permute": _permute, "slice": _slice, "index_select": _index_select,
-    "embedding": _embedding, "concat": _concat, "pad": _pad,
+    "arange": _arange, "embedding": _embedding, "concat": _concat, "pad": _pad,
     # comparisons, selection, conversion
     "equal": _binary("Equal"), "less": _binary("Less"), "greater": _binary("Greater"), "where": _where,
     "cast": _cast, "amax": _extreme("ReduceMax"), "amin": _extreme("ReduceMin"),

@@ -45,9 +45,9 @@ MIN_OPSET, MAX_OPSET = 11, 24
 _CONVERT_TO = 13
 #: ONNX elem types the runtime takes as graph inputs / outputs.
 _IO_DTYPES = ("float32", "int64", "int32", "bool")
-#: Operators never evaluated at import even when their inputs are known (their values are not deterministic).
 #: Operators that turn a shape into data: with a shape computed from a dynamic dimension they are not folded.
-_MATERIALIZE = {"Expand", "Tile", "ConstantOfShape"}
+_MATERIALIZE = {"Expand", "Tile", "ConstantOfShape", "Range"}
+#: Operators never evaluated at import even when their inputs are known (their values are not deterministic).
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
                      "Bernoulli"}
 

@@ -22,6 +22,15 @@ inline constexpr DType dtypes_6417adc7fa[] = {DType::kInt64};
 inline constexpr DType dtypes_e0c87cbccc[] = {DType::kInt32, DType::kInt32};
 inline constexpr DType dtypes_2c552f0a05[] = {DType::kInt32};
 inline constexpr int64_t int_choices_6ac70fdf46[] = {0, 1};
+inline constexpr DType dtypes_98fae34187[] = {DType::kFloat32, DType::kInt64};
+inline constexpr DType dtypes_3309a1236c[] = {DType::kFloat32, DType::kInt32};
+inline constexpr DType dtypes_4ab3a41210[] = {DType::kFloat32, DType::kBool};
+inline constexpr DType dtypes_8c41980022[] = {DType::kInt64, DType::kFloat32};
+inline constexpr DType dtypes_46f62b39de[] = {DType::kInt64, DType::kInt32};
+inline constexpr DType dtypes_9ec4d6e877[] = {DType::kInt64, DType::kBool};
+inline constexpr DType dtypes_771ff3cbf0[] = {DType::kInt32, DType::kFloat32};
+inline constexpr DType dtypes_c01e69a87a[] = {DType::kInt32, DType::kInt64};
+inline constexpr DType dtypes_2838c67d46[] = {DType::kInt32, DType::kBool};
 inline constexpr double defaults_0a3f2c23f6[] = {0.0, 0.0};
 inline constexpr DType dtypes_b72ddafcb1[] = {DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32};
 inline constexpr const char* const string_choices_80ae18eaed[] = {"float32", "int64", "int32", "bool"};
@@ -29,15 +38,6 @@ inline constexpr DType dtypes_78fcd5eaeb[] = {DType::kBool};
 inline constexpr double defaults_5a731f4601[] = {1.0, 1.0};
 inline constexpr double defaults_321047e2f5[] = {0.0, 0.0, 0.0, 0.0};
 inline constexpr DType dtypes_3c4bd49986[] = {DType::kFloat32, DType::kFloat32, DType::kFloat32};
-inline constexpr DType dtypes_8c41980022[] = {DType::kInt64, DType::kFloat32};
-inline constexpr DType dtypes_98fae34187[] = {DType::kFloat32, DType::kInt64};
-inline constexpr DType dtypes_3309a1236c[] = {DType::kFloat32, DType::kInt32};
-inline constexpr DType dtypes_4ab3a41210[] = {DType::kFloat32, DType::kBool};
-inline constexpr DType dtypes_46f62b39de[] = {DType::kInt64, DType::kInt32};
-inline constexpr DType dtypes_9ec4d6e877[] = {DType::kInt64, DType::kBool};
-inline constexpr DType dtypes_771ff3cbf0[] = {DType::kInt32, DType::kFloat32};
-inline constexpr DType dtypes_c01e69a87a[] = {DType::kInt32, DType::kInt64};
-inline constexpr DType dtypes_2838c67d46[] = {DType::kInt32, DType::kBool};
 inline constexpr DType dtypes_5fcebe6f67[] = {DType::kBool, DType::kFloat32};
 inline constexpr DType dtypes_7818c6c7c4[] = {DType::kBool, DType::kInt64};
 inline constexpr DType dtypes_0972b955d4[] = {DType::kBool, DType::kInt32};
@@ -95,6 +95,15 @@ inline constexpr AttrSpec op_amin_attrs[] = {
 };
 inline constexpr DTypeSignature op_amin_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}};
 inline constexpr OpSchema op_amin = {"amin", 1, 1, 0x0, 1, op_amin_attrs, 2, op_amin_signatures, 2, InPlace::kNone, nullptr};
+
+// arange: start + i * step for i in [0, n): n is `shape`[0], or like.shape[like_dims[0]] at run time (the length of ONNX Range / torch.arange that follows a dynamic dimension, e.g. position ids over the sequence)
+inline constexpr AttrSpec op_arange_attrs[] = {
+    {"shape", AttrKind::kInts, true, true, false, 0.0, 0.0, 1, 1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"step", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
+    {"like_dims", AttrKind::kInts, false, true, true, -1.0, 7.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+};
+inline constexpr DTypeSignature op_arange_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_3309a1236c, 2, dtypes_86f5a46ec9, 1}, {dtypes_4ab3a41210, 2, dtypes_86f5a46ec9, 1}, {dtypes_8c41980022, 2, dtypes_6417adc7fa, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_46f62b39de, 2, dtypes_6417adc7fa, 1}, {dtypes_9ec4d6e877, 2, dtypes_6417adc7fa, 1}, {dtypes_771ff3cbf0, 2, dtypes_2c552f0a05, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}, {dtypes_2838c67d46, 2, dtypes_2c552f0a05, 1}};
+inline constexpr OpSchema op_arange = {"arange", 1, 2, 0x2, 1, op_arange_attrs, 3, op_arange_signatures, 12, InPlace::kNone, nullptr};
 
 // avg_pool2d: mean over each window (PyTorch's AvgPool2d)
 inline constexpr AttrSpec op_avg_pool2d_attrs[] = {
@@ -347,7 +356,7 @@ inline constexpr AttrSpec op_permute_attrs[] = {
 inline constexpr DTypeSignature op_permute_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}};
 inline constexpr OpSchema op_permute = {"permute", 1, 1, 0x0, 1, op_permute_attrs, 1, op_permute_signatures, 4, InPlace::kNone, nullptr};
 
-// pow: a ** b (an integer base: exact for integer exponents >= 0; float32 exponents truncate toward zero; 0 ** -n = 0)
+// pow: a ** b (an integer base: exact for integer exponents >= 0, float32 exponents truncate toward zero, 0 ** -n = 0)
 inline constexpr DTypeSignature op_pow_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}, {dtypes_8c41980022, 2, dtypes_6417adc7fa, 1}, {dtypes_771ff3cbf0, 2, dtypes_2c552f0a05, 1}};
 inline constexpr OpSchema op_pow = {"pow", 2, 2, 0x0, 1, nullptr, 0, op_pow_signatures, 5, InPlace::kNone, nullptr};
 

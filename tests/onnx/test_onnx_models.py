@@ -153,10 +153,12 @@ def _text_inputs(batch: int, seq: int, seed: int) -> tuple:
 
 
 @pytest.mark.parametrize("exporter", ["legacy", "dynamo"])
-def test_text_encoder_with_attention_mask_dynamic_batch(exporter, tmp_path):
+def test_text_encoder_with_attention_mask(exporter, tmp_path):
     """Token ids and a mask: int64 inputs (zeros at import, which mask every position: the parity check retries
-    with ones instead of comparing NaN); the sequence length fixed at 7 (the legacy exporter bakes it into the
-    attention reshapes; torch.arange of it is a constant); the batch dynamic, run at 1, 3 and 8 against eager."""
+    with ones instead of comparing NaN). Legacy exporter: the traced sequence length 7 is baked into the attention
+    reshapes, so the import fixes it (and, at the default example size 1, says so) and keeps the batch dynamic.
+    Dynamo exporter: batch and sequence both dynamic; the position ids torch.arange(seq) become the runtime's
+    arange with its length read from the ids' dim 1. Run at several sizes against eager."""
     torch.manual_seed(0)
     model = TextEncoder().eval()
     src = tmp_path / "text.onnx"
@@ -164,25 +166,30 @@ def test_text_encoder_with_attention_mask_dynamic_batch(exporter, tmp_path):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")
         if exporter == "dynamo":
-            batch = torch.export.Dim("batch", max=64)
+            dims = {0: torch.export.Dim("batch", max=64), 1: torch.export.Dim("seq", max=64)}
             torch.onnx.export(model, (ids, mask), str(src), dynamo=True, opset_version=18, input_names=["ids", "mask"],
-                              dynamic_shapes={"ids": {0: batch}, "mask": {0: batch}}, verbose=False)
+                              dynamic_shapes={"ids": dims, "mask": dims}, verbose=False)
         else:
             torch.onnx.export(model, (ids, mask), str(src), dynamo=False, opset_version=17,
                               input_names=["ids", "mask"], output_names=["y"],
                               dynamic_axes={"ids": {0: "batch", 1: "seq"}, "mask": {0: "batch", 1: "seq"}})
     if exporter == "legacy":
-        # 'seq' is declared dynamic but 7 is baked in: at the example size 1 the import says so and how to go on
         with pytest.raises(don.OnnxImportError, match=r"took the example size 1.*--input-shape ids=BATCH,SEQ"):
             don.import_model(src, tmp_path / "bad.dtm")
-    report = don.import_model(src, tmp_path / "text.dtm", dynamic_axes=["batch"] if exporter == "legacy" else None,
-                              input_shapes={"ids": [2, 7], "mask": [2, 7]})
-    assert report.input_shapes["ids"] == ["batch", 7], report.input_shapes
+        report = don.import_model(src, tmp_path / "text.dtm", dynamic_axes=["batch"],
+                                  input_shapes={"ids": [2, 7], "mask": [2, 7]})
+        assert report.input_shapes["ids"] == ["batch", 7], report.input_shapes
+        sizes = [(1, 7), (3, 7), (8, 7)]
+    else:
+        report = don.import_model(src, tmp_path / "text.dtm")
+        assert report.input_shapes["ids"] == ["batch", "seq"], report.input_shapes
+        assert "arange:int64" in report.op_list
+        sizes = [(1, 5), (3, 12), (8, 7), (2, 40)]
     assert report.parity is not None and max(report.parity.values()) <= TOL
     sess = InferenceSession(str(tmp_path / "text.dtm"))
-    for b in (1, 3, 8):
-        ids, mask = _text_inputs(b, 7, b)
+    for b, seq in sizes:
+        ids, mask = _text_inputs(b, seq, b)
         got = sess.run(None, {"ids": ids.numpy(), "mask": mask.numpy()})[0]
         with torch.no_grad():
             eager = model(ids, mask).numpy()
-        assert float(np.abs(got - eager).max()) / max(1.0, float(np.abs(eager).max())) <= TOL
+        assert float(np.abs(got - eager).max()) / max(1.0, float(np.abs(eager).max())) <= TOL, (b, seq)

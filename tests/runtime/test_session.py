@@ -99,7 +99,8 @@ def test_scalars_and_lists_are_refused(session: rt.InferenceSession, value: obje
 
 
 def test_fixed_dimension_mismatch_names_input_dim_and_dynamic_axes(session: rt.InferenceSession) -> None:
-    with pytest.raises(ValueError, match=r"input 'x' dimension 1: expected size 4 but got 5.*dynamic_axes.*import --dynamic NAME"):
+    with pytest.raises(ValueError, match=r"input 'x' dimension 1: expected size 4 but got 5.*dynamic_axes.*"
+                                         r"import --dynamic NAME"):
         session.run(None, {"x": np.zeros((2, 5), np.float32)})
 
 

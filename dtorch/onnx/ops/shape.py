@@ -298,6 +298,27 @@ def tile(ctx: Ctx) -> Sequence[Value]:
     return [y]
 
 
+@translates("Range")
+def range_(ctx: Ctx) -> Sequence[Value]:
+    """Reached only when the length follows a dynamic dimension (known bounds fold): e.g. position ids
+    torch.arange(seq). The runtime's arange, whose length the dynamic-dimension merge ties to that dimension."""
+    vals = []
+    for i, what in enumerate(("start", "limit", "delta")):
+        v = ctx.const(i, what)
+        assert v is not None
+        if np.asarray(v).size != 1:
+            raise ctx.fail(f"{what} must be a scalar, got shape {list(np.shape(v))}")
+        vals.append(np.asarray(v).reshape(()))
+    start, limit, delta = vals
+    dtype = np.dtype(start.dtype)
+    if dtype.name not in ("float32", "int64", "int32"):
+        raise ctx.fail(f"Range of {dtype.name}; the runtime's arange takes float32, int64, int32")
+    if float(delta) == 0.0:
+        raise ctx.fail("delta is 0")
+    n = max(int(np.ceil((float(limit) - float(start)) / float(delta))), 0)
+    return [ctx.emit1("arange", [ctx.constant(start)], {"shape": [n], "step": float(delta)})]
+
+
 @translates("ConstantOfShape")
 def constant_of_shape(ctx: Ctx) -> Sequence[Value]:
     """Reached only when the shape comes from a dynamic dimension (known shapes fold): an Expand of the value."""
