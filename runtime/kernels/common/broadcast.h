@@ -8,7 +8,6 @@
 #pragma once
 
 #include <cstdint>
-#include <type_traits>
 
 #include "kernels/common/util.h"
 
@@ -186,24 +185,6 @@ inline Status binary_run(const char* op, const KernelContext& ctx, const TensorV
   return Status::Ok();
 }
 
-// Integer arithmetic wraps around (two's complement), as ONNX Runtime's and NumPy's do, without C++'s undefined
-// behaviour: the operation runs on the unsigned type of the same width.
-template <typename T>
-inline T wrap_add(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
-}
-template <typename T>
-inline T wrap_sub(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
-}
-template <typename T>
-inline T wrap_mul(T a, T b) {
-  using U = std::make_unsigned_t<T>;
-  return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
-}
-
 // The integer path of the arithmetic kernels: a int64 or int32, b of a's dtype (or float32 with kFloatExponent: pow),
 // o = f(a, b) in a's dtype on every broadcast pair. f is total: the kernels define every result (a division by zero
 // gives 0, as NumPy's), so a run never fails on the data.
@@ -225,19 +206,14 @@ inline Status int_binary_run(const char* op, const KernelContext& ctx, const Ten
                        [&](const int64_t* i) { return static_cast<T>(f(a[i[0]], b[i[1]])); });
     return Status::Ok();
   };
-  const bool fb = in[1].dtype == DType::kFloat32;
-  if (in[0].dtype == DType::kInt64) {
+  const auto by_base = [&](auto ta) {
     if constexpr (kFloatExponent) {
-      if (fb) return go(int64_t{}, float{});
+      if (in[1].dtype == DType::kFloat32) return go(ta, float{});
     }
-    return go(int64_t{}, int64_t{});
-  }
-  if (in[0].dtype == DType::kInt32) {
-    if constexpr (kFloatExponent) {
-      if (fb) return go(int32_t{}, float{});
-    }
-    return go(int32_t{}, int32_t{});
-  }
+    return go(ta, ta);
+  };
+  if (in[0].dtype == DType::kInt64) return by_base(int64_t{});
+  if (in[0].dtype == DType::kInt32) return by_base(int32_t{});
   return op_error(StatusCode::kInternal, op, "the integer loop was given %s inputs", dtype_name(in[0].dtype));
 }
 

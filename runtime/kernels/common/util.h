@@ -6,6 +6,7 @@
 #include <cstdarg>
 #include <cstdint>
 #include <string>
+#include <type_traits>
 #include <utility>
 
 #include "core/kernel.h"
@@ -95,6 +96,24 @@ inline Status visit_dtype(const char* op, DType dt, F&& f) {
     default: break;
   }
   return op_error(StatusCode::kInvalidArgument, op, "has no kernel for %s tensors", dtype_name(dt));
+}
+
+// Integer arithmetic wraps around (two's complement), as ONNX Runtime's and NumPy's do, without C++'s undefined
+// behaviour: the operation runs on the unsigned type of the same width (the integer arithmetic kernels, arange).
+template <typename T>
+inline T wrap_add(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(static_cast<U>(a) + static_cast<U>(b)));
+}
+template <typename T>
+inline T wrap_sub(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(static_cast<U>(a) - static_cast<U>(b)));
+}
+template <typename T>
+inline T wrap_mul(T a, T b) {
+  using U = std::make_unsigned_t<T>;
+  return static_cast<T>(static_cast<U>(static_cast<U>(a) * static_cast<U>(b)));
 }
 
 inline Status check_rank(const char* op, const char* what, const TensorView& t, int rank) {

@@ -4,9 +4,7 @@
 // need a whole-number step and compute exactly (wrapping around, like the integer arithmetic kernels); float32
 // computes start + i * step in double and rounds once.
 #include <cmath>
-#include <type_traits>
 
-#include "kernels/common/broadcast.h"
 #include "kernels/common/like.h"
 #include "kernels/common/util.h"
 

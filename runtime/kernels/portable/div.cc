@@ -1,6 +1,5 @@
 // div: a / b with NumPy broadcasting (runtime/OPS.md): true division for float32; int64 / int32 divide as ONNX Div
-// and C++ do, truncating toward zero (a division by zero gives 0, as
-// NumPy's). The output may alias input a.
+// and C++ do, truncating toward zero (a division by zero gives 0, as NumPy's). The output may alias input a.
 #include <cmath>
 
 #include "kernels/common/activation.h"
