@@ -479,6 +479,7 @@ def import_model(model: str | os.PathLike[str], f: str | os.PathLike[str], *, dy
     specs = _input_specs(proto, shapes)
     dynamic = _dynamic_names(specs, dynamic_axes)
     sizes = _sizes(specs, shapes)
+    declared = [list(s.dims) for s in specs]  # before the fixed dims take their sizes
     defaulted = [d for d in sizes if not any(s.name in shapes and d in s.dims for s in specs)]
     for s in specs:  # dimensions not kept dynamic take their example size
         s.dims = [d if isinstance(d, int) or d in dynamic else sizes[d] for d in s.dims]
@@ -490,12 +491,11 @@ def import_model(model: str | os.PathLike[str], f: str | os.PathLike[str], *, dy
             raise
         # A model exported with some size baked in (a tracer constant) fails at the example size 1 with a shape
         # error that does not say why: say which sizes were guessed and how to give the real ones.
-        first = next(s for s in specs if any(isinstance(d, str) or d in defaulted for d in s.dims))
-        hint = ",".join(str(d) if isinstance(d, int) and d not in defaulted else str(d).upper() for d in
-                        _input_specs(proto, {})[specs.index(first)].dims)
+        k = next(i for i, dims in enumerate(declared) if any(d in defaulted for d in dims))
+        hint = ",".join(str(d).upper() if isinstance(d, str) else str(d) for d in declared[k])
         raise OnnxImportError(f"{e}\n(the model's named dimensions {', '.join(defaulted)} took the example size 1; a "
                               f"model exported with a size fixed inside it needs that size: pass input_shapes, or "
-                              f"--input-shape {first.name}={hint} with the sizes it was exported at)") from None
+                              f"--input-shape {specs[k].name}={hint} with the sizes it was exported at)") from None
     if order:
         changed = {d: sizes[d] + i + 1 for i, d in enumerate(order)}
         desc = ", ".join(f"'{d}' ({sizes[d]} -> {changed[d]})" for d in order)

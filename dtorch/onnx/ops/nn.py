@@ -307,9 +307,8 @@ def _pool_nd(ctx: Ctx, x: Value, geometry: tuple[list[int], ...], pool2d: Pool2d
     if rank == 4:
         return pool2d(x, kernel, strides, dil, begin, end)
     if rank == 3:
-        n, c, length = ctx.shape(x)
-        y = pool2d(ctx.reshape(x, [n, c, 1, length]), [1, *kernel], [1, *strides], [1, *dil], [0, *begin], [0, *end])
-        return ctx.reshape(y, [n, c, int(y.shape[3])])
+        x2, _ = _to_2d(ctx, x, "the input")
+        return _from_1d(ctx, pool2d(x2, [1, *kernel], [1, *strides], [1, *dil], [0, *begin], [0, *end]), True)
     if rank == 5:
         n, c, d, h, w = ctx.shape(x)
         hw = pool2d(ctx.reshape(x, [n, c * d, h, w]), kernel[1:], strides[1:], dil[1:], begin[1:], end[1:])
@@ -362,50 +361,42 @@ def average_pool(ctx: Ctx) -> Sequence[Value]:
     return [_pool_nd(ctx, x, _pool_geometry(ctx, x), pool2d)]
 
 
-def _padded_avg_pool(ctx: Ctx, x: Value, kernel: list[int], strides: list[int], begin: list[int], end: list[int],
-                     include: int, ceil: int) -> Value:
-    """Asymmetric padding: pool the zero-padded input counting every element, and divide by the same pool of a mask
-    of ones (a constant), which counts the elements of each window that are real (or, with count_include_pad, real
-    or padding)."""
-    sizes = ctx.shape(x)[2:]
-    extra = [_ceil_extra(sz, k, s, 1, b, e) if ceil else 0 for sz, k, s, b, e in zip(sizes, kernel, strides, begin, end)]
-    full_end = [e + x for e, x in zip(end, extra)]
-    pads = [begin[1], full_end[1], begin[0], full_end[0]]
-    padded = ctx.emit1("pad", [x], {"pads": pads})
-    attrs = {"kernel": kernel, "stride": strides, "padding": [0, 0], "count_include_pad": 1}
-    total = ctx.emit1("avg_pool2d", [padded], attrs)
-    mask = np.ones((1, 1, *sizes), dtype=np.float32)
-    if include:  # the ONNX padding counts, the ceil-mode overhang does not
-        mask = np.pad(mask, ((0, 0), (0, 0), (begin[0], end[0]), (begin[1], end[1])), constant_values=1.0)
-        mpads = [0, extra[1], 0, extra[0]]
-    else:
-        mpads = pads
-    mask_v = ctx.emit1("pad", [ctx.constant(mask)], {"pads": mpads})
-    counts = ctx.emit1("avg_pool2d", [mask_v], attrs)
-    return ctx.emit1("div", [total, counts])
-
-
-def _dilated_avg_pool(ctx: Ctx, x: Value, kernel: list[int], strides: list[int], dil: list[int], begin: list[int],
-                      end: list[int], include: int, ceil: int) -> Value:
-    """A dilated AveragePool (the runtime's avg_pool2d has no dilation): the window sums are a depthwise conv2d with
-    a kernel of ones and the dilation, over the zero-padded input; the divisors the same conv of a mask that marks
-    the elements that count (real ones, or real and ONNX padding with count_include_pad; never the ceil-mode
-    overhang)."""
-    c = int(x.shape[1])
+def _avg_pool_parts(ctx: Ctx, x: Value, kernel: list[int], strides: list[int], dil: list[int], begin: list[int],
+                    end: list[int], include: int, ceil: int) -> tuple[Value, Value]:
+    """The two inputs of a composed AveragePool: x zero-padded by the ONNX pads plus the ceil-mode overhang, and a
+    constant mask of the same size that marks the elements a window counts (real ones, or real and ONNX padding with
+    count_include_pad; never the overhang). Window sums of the one over those of the other are the average."""
     sizes = ctx.shape(x)[2:]
     extra = [_ceil_extra(sz, k, s, d, b, e) if ceil else 0
              for sz, k, s, d, b, e in zip(sizes, kernel, strides, dil, begin, end)]
     full_end = [e + x for e, x in zip(end, extra)]
-    pads = [begin[1], full_end[1], begin[0], full_end[0]]
-    attrs = {"stride": strides, "dilation": dil, "padding": [0, 0, 0, 0], "groups": c}
-    ones = ctx.constant(np.ones((c, 1, *kernel), dtype=np.float32))
-    total = ctx.emit1("conv2d", [ctx.emit1("pad", [x], {"pads": pads}), ones, None], attrs)
+    padded = ctx.emit1("pad", [x], {"pads": [begin[1], full_end[1], begin[0], full_end[0]]})
     mask = np.ones((1, 1, *sizes), dtype=np.float32)
     if include:
         mask = np.pad(mask, ((0, 0), (0, 0), (begin[0], end[0]), (begin[1], end[1])), constant_values=1.0)
         mask = np.pad(mask, ((0, 0), (0, 0), (0, extra[0]), (0, extra[1])))
     else:
         mask = np.pad(mask, ((0, 0), (0, 0), (begin[0], full_end[0]), (begin[1], full_end[1])))
-    one = ctx.constant(np.ones((1, 1, *kernel), dtype=np.float32))
-    counts = ctx.emit1("conv2d", [ctx.constant(mask), one, None], {**attrs, "groups": 1})
+    return padded, ctx.constant(mask)
+
+
+def _padded_avg_pool(ctx: Ctx, x: Value, kernel: list[int], strides: list[int], begin: list[int], end: list[int],
+                     include: int, ceil: int) -> Value:
+    """Asymmetric padding: avg_pool2d counting every element, of the padded input over that of the mask."""
+    padded, mask = _avg_pool_parts(ctx, x, kernel, strides, [1, 1], begin, end, include, ceil)
+    attrs = {"kernel": kernel, "stride": strides, "padding": [0, 0], "count_include_pad": 1}
+    return ctx.emit1("div", [ctx.emit1("avg_pool2d", [padded], attrs), ctx.emit1("avg_pool2d", [mask], attrs)])
+
+
+def _dilated_avg_pool(ctx: Ctx, x: Value, kernel: list[int], strides: list[int], dil: list[int], begin: list[int],
+                      end: list[int], include: int, ceil: int) -> Value:
+    """A dilated AveragePool (the runtime's avg_pool2d has no dilation): the window sums are a conv2d with a kernel
+    of ones and the dilation (depthwise over the padded input), over those of the mask."""
+    padded, mask = _avg_pool_parts(ctx, x, kernel, strides, dil, begin, end, include, ceil)
+    c = int(x.shape[1])
+    attrs = {"stride": strides, "dilation": dil, "padding": [0, 0, 0, 0]}
+    total = ctx.emit1("conv2d", [padded, ctx.constant(np.ones((c, 1, *kernel), dtype=np.float32)), None],
+                      {**attrs, "groups": c})
+    counts = ctx.emit1("conv2d", [mask, ctx.constant(np.ones((1, 1, *kernel), dtype=np.float32)), None],
+                       {**attrs, "groups": 1})
     return ctx.emit1("div", [total, counts])
