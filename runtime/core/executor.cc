@@ -232,6 +232,24 @@ Status Session::Impl::check_inputs(const TensorView* in, size_t n) const {
     if (v.data == nullptr && v.shape.numel() > 0)
       return error_status(StatusCode::kInvalidArgument, "input '%s' has no data (null pointer)", io.name.c_str());
   }
+  // A dynamic dimension named in several places (two inputs' batch) takes one size.
+  for (size_t i = 0; i < n; ++i) {
+    const IOInfo& io = m.input_info[i];
+    for (size_t d = 0; d < io.dims.size(); ++d) {
+      if (io.dims[d] >= 0) continue;
+      for (size_t j = 0; j <= i; ++j) {
+        const IOInfo& jo = m.input_info[j];
+        for (size_t e = 0; e < (j == i ? d : jo.dims.size()); ++e) {
+          if (jo.dims[e] >= 0 || jo.dim_names[e] != io.dim_names[d] || in[j].shape.dims[e] == in[i].shape.dims[d]) continue;
+          return error_status(StatusCode::kInvalidArgument,
+                              "input '%s' dimension %zu (dynamic '%s') is %lld, but input '%s' dimension %zu gives '%s' "
+                              "the size %lld; a dynamic dimension has one size in every input that names it",
+                              io.name.c_str(), d, io.dim_names[d].c_str(), static_cast<long long>(in[i].shape.dims[d]),
+                              jo.name.c_str(), e, io.dim_names[d].c_str(), static_cast<long long>(in[j].shape.dims[e]));
+        }
+      }
+    }
+  }
   return Status::Ok();
 }
 

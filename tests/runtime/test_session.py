@@ -160,3 +160,19 @@ def test_conv_linear_threads_identical_bits() -> None:
     xv = rng.standard_normal((3, 3, 9, 9)).astype(np.float32)
     outs = [rt.InferenceSession(data, threads=t).run(None, {"x": xv})[0] for t in (1, 2)]
     assert outs[0].shape == (3, 5) and outs[0].tobytes() == outs[1].tobytes()
+
+
+def test_a_dynamic_dimension_shared_by_two_inputs_takes_one_size(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    class Add(dtorch.nn.Module):
+        def forward(self, a, b):  # type: ignore[no-untyped-def]
+            return a + b
+
+    path = tmp_path / "add.dtm"
+    dtorch.export(Add(), (dtorch.randn(2, 3), dtorch.randn(2, 3)), path, input_names=["a", "b"],
+                  dynamic_axes={"a": {0: "batch"}, "b": {0: "batch"}})
+    s = rt.InferenceSession(str(path))
+    a = np.ones((4, 3), np.float32)
+    np.testing.assert_array_equal(s.run(None, {"a": a, "b": a})[0], a + a)
+    with pytest.raises(ValueError, match=r"input 'b' dimension 0 \(dynamic 'batch'\) is 5, but input 'a' dimension 0 "
+                                         r"gives 'batch' the size 4"):
+        s.run(None, {"a": a, "b": np.ones((5, 3), np.float32)})
