@@ -3,7 +3,8 @@
 One eager call becomes zero or more nodes: `index` becomes slice (+ index_select for an integer array, + reshape
 for integer or None indices), `stack` becomes reshapes + concat, `copy`/`contiguous`/`dropout` and a cast
 to the same dtype become `identity` (removed by a pass), a comparison or logical op without an operator of its own
-(ne, le, ge, logical_and/or/xor) becomes equal/less/greater and where. A call whose inputs are all constants but has
+(ne, le, ge, logical_and/or/xor) becomes equal/less/greater and where, `gather` is gather_elements, `cumsum` of an
+integer or bool tensor casts it to int64 first (eager's result dtype). A call whose inputs are all constants but has
 no OPS.md operator becomes a placeholder node `eager:<name>` whose output data is known; constant folding removes
 it. Anything else that cannot be expressed raises `ExportError`.
 """
@@ -354,6 +355,30 @@ def _embedding(c: _Ctx) -> None:
     c.emit("embedding", [idx, c.value(0)], {"padding_idx": -1 if pad is None else int(pad)}, out=c.call.out)
 
 
+def _gather(c: _Ctx) -> None:
+    """torch.gather (dtorch's Gather primitive: data, index, dim) is gather_elements."""
+    x, idx = c.value(0), c.value(1)
+    if not x.shape:
+        raise c.fail("gather of a 0-d tensor; gather_elements takes data of rank 1 or more (reshape it to (1,) first)")
+    dim = c.call.args[2] if len(c.call.args) > 2 else None
+    axis = int(dim.value) if isinstance(dim, Literal) else int(c.call.attrs.get("dim", 0))
+    c.emit("gather_elements", [x, idx], {"axis": axis % len(x.shape)}, out=c.call.out)
+
+
+def _cumsum(c: _Ctx) -> None:
+    """torch.cumsum: integer and bool inputs sum in int64 (the eager result's dtype), so they are cast first."""
+    x = c.value(0)
+    to = c.call.out.dtype
+    if x.dtype != to:
+        if x.data is not None:
+            x = constant(x.data.astype(to))
+        elif x.dtype.name in CAST_DTYPES and to.name in CAST_DTYPES:
+            x = c.emit("cast", [x], {"to": to.name}, shape=tuple(x.shape))
+        else:
+            raise c.fail(f"a cumsum of {x.dtype.name} into {to.name}; the .dtm cumsum takes float32, int64 and int32")
+    c.emit("cumsum", [x], {"axis": int(c.call.attrs.get("dim", 0)) % max(len(x.shape), 1)}, out=c.call.out)
+
+
 def _index(c: _Ctx) -> None:
     x = c.value(0)
     key = list(c.call.attrs["key"])
@@ -423,7 +448,7 @@ HANDLERS: dict[str, Callable[[_Ctx], None]] = {
     "adaptive_max_pool2d": _adaptive, "upsample_nearest2d": _upsample, "upsample_bilinear2d": _upsample,
     "cat": _cat, "stack": _stack, "reshape": _reshape, "permute": _permute, "expand": _expand, "mean": _reduce,
     "sum": _reduce, "amax": _reduce, "pad": _pad, "embedding": _embedding, "index": _index, "compare": _compare,
-    "where": _where,
+    "where": _where, "gather": _gather, "cumsum": _cumsum,
 }
 
 
@@ -435,7 +460,6 @@ def _unexportable(call: Call, why: str = "") -> ExportError:
 
 
 _WHY = {
-    "gather": "torch.gather (take_along_axis) is not in opset 13; index_select or x[:, idx] with a 1-D index is",
     "max_dim": "max/min along a dim (values and indices) is not in opset 13",
     "mish": "mish is not in opset 13; use silu or x * tanh(softplus(x))",
 }

@@ -173,7 +173,13 @@ def select(input: Tensor, dim: int, index: int) -> Tensor:
 def gather(input: Tensor, dim: int, index: Tensor) -> Tensor:
     if index._data.dtype != np.int64:
         raise RuntimeError(f"gather(): Expected dtype int64 for index, got {index.dtype}")
+    if index.ndim != input.ndim:
+        raise RuntimeError("Index tensor must have the same number of dimensions as input tensor")
     d = _norm_dim(dim, input.ndim)
+    big = [k for k in range(input.ndim) if k != d and index.shape[k] > input.shape[k]]
+    if big:
+        raise RuntimeError(f"Size does not match at dimension {big[0]} expected index {list(index.shape)} to be no larger "
+                           f"than self {list(input.shape)} apart from dimension {d}")
     return S.Gather.apply(input, index._data, d)
 
 

@@ -167,6 +167,10 @@ def count_nonzero(input: Tensor, dim: Any = None) -> Tensor:
 
 
 def sort(input: Tensor, dim: int = -1, descending: bool = False, stable: bool = False) -> Any:
+    from .. import _tensor as _tensor_mod
+
+    if _tensor_mod._trace_check is not None:  # dt.export: the order is computed here in NumPy, it cannot be traced
+        _tensor_mod._trace_check(input, "sort() (also argsort() and topk())")
     d = _norm_dim(dim, input.ndim)
     key = -input._data if descending and input._data.dtype != np.bool_ else input._data
     idx = np.argsort(key, axis=d, kind="stable") if input.ndim else np.zeros((), np.int64)

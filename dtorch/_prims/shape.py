@@ -145,7 +145,10 @@ class Gather(Function):
 
     def forward(self, x: np.ndarray, index: np.ndarray, dim: int) -> np.ndarray:
         self.in_shape, self.index, self.dim = x.shape, index, dim
-        return np.take_along_axis(x, index, axis=dim)
+        # torch.gather: index may be smaller than x in the dims other than `dim` (take_along_axis would broadcast)
+        idx = list(np.indices(index.shape, sparse=True))
+        idx[dim] = index
+        return np.ascontiguousarray(x[tuple(idx)])
 
     def backward(self, g: np.ndarray) -> np.ndarray:
         out = np.zeros(self.in_shape, dtype=g.dtype)

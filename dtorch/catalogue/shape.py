@@ -53,6 +53,23 @@ OPS = [
           attrs=(Attr("padding_idx", "int", -1, lo=-1, doc="ignored at inference"),),
           signatures=(Signature((I64, F32), (F32,)),), shape="(*indices.shape, D)", eager=("embedding",),
           family="shape"),
+    OpDef("gather_elements", "data[i0, .., index[i0, .., ik, ..], ..] along `axis` (torch.gather, ONNX GatherElements): one "
+          "element per entry of index; a negative index counts from the end; an index outside [-size, size) is a run-time "
+          "error",
+          (Operand("data", "any rank >= 1"),
+           Operand("index", "int64 or int32, data's rank; every dim but `axis` at most data's")),
+          attrs=(Attr("axis", "int", 0, lo=0, hi=_MAXD - 1),),
+          signatures=tuple(Signature((d, e), (d,)) for d in MOVABLE_DTYPES for e in (I64, I32)),
+          shape="index.shape", eager=("gather",), family="shape"),
+    OpDef("gather_nd", "slices of data picked by index tuples (ONNX GatherND): out[b.., i..] = data[b.., *indices[b.., i.., :]] "
+          "with b the first `batch_dims` dims, which data and indices share; a negative index counts from the end; an "
+          "index outside [-size, size) is a run-time error",
+          (Operand("data", "rank r >= 1"), Operand("indices", "int64, rank q >= 1: tuples of k = indices.shape[-1] "
+                                                              "indices, 1 <= k <= r - batch_dims")),
+          attrs=(Attr("batch_dims", "int", 0, lo=0, hi=_MAXD - 1,
+                      doc="leading dims of data and indices that are batch dims (equal sizes, fewer than r and q)"),),
+          signatures=tuple(Signature((d, I64), (d,)) for d in MOVABLE_DTYPES),
+          shape="indices.shape[:-1] + data.shape[batch_dims + k:]", family="shape"),
     OpDef("pad", _PAD_DOC, (Operand("x"),),
           attrs=(Attr("pads", "ints", length=(0, 2 * _MAXD),
                       doc="PyTorch order: last dim first, (lo, hi) pairs; negative crops"),
@@ -67,6 +84,13 @@ OPS = [
                  Attr("step", "float", 1.0, doc="the increment (integer dtypes: a whole number)"), _LIKE_DIMS),
           signatures=tuple(Signature((d, e), (d,)) for d in (F32, I64, I32) for e in MOVABLE_DTYPES),
           shape="(n)", family="shape"),
+    OpDef("shape", "x's dimensions as data, x.shape[start:end] (ONNX Shape: a size that follows a dynamic dimension "
+          "and is used in arithmetic, e.g. flat indices batch_idx * seq + pos)",
+          (Operand("x", "any tensor (its data is never read)"),),
+          attrs=(Attr("start", "int", 0, lo=-_MAXD, hi=_MAXD, doc="Python slicing of the dimensions, clamped"),
+                 Attr("end", "int", _MAXD, lo=-_MAXD, hi=_MAXD, doc="exclusive; default: to the last")),
+          signatures=tuple(Signature((d,), (I64,)) for d in MOVABLE_DTYPES), shape="(len(x.shape[start:end]))",
+          family="shape"),
     OpDef("expand", "broadcast to `shape`", (Operand("x"), _LIKE),
           attrs=(Attr("shape", "ints", lo=0, length=(0, _MAXD), doc="0 = keep the input dim"), _LIKE_DIMS),
           signatures=_MOVED_LIKE, shape="`shape` (entries from like.shape where like_dims says)",

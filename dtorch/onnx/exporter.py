@@ -812,6 +812,38 @@ def _embedding(b: _Builder, n: _N) -> None:
     b.op("Gather", [n.req(1), n.req(0)], n.out, axis=0)
 
 
+def _gather_elements(b: _Builder, n: _N) -> None:
+    # ONNX GatherElements takes int64 and int32 indices, negative ones counting from the end, as the catalogue does.
+    b.op("GatherElements", [n.req(0), n.req(1)], n.out, axis=int(n.attrs["axis"]))
+
+
+def _gather_nd(b: _Builder, n: _N) -> None:
+    b.op("GatherND", [n.req(0), n.req(1)], n.out, batch_dims=int(n.attrs["batch_dims"]))
+
+
+def _cumsum(b: _Builder, n: _N) -> None:
+    # The axis is an input of ONNX CumSum: an int64 initializer. A rank-0 x sums as a one-element 1-D tensor.
+    x = n.req()
+    rank = n.rank()
+    flags = {"exclusive": int(n.attrs["exclusive"]), "reverse": int(n.attrs["reverse"])}
+    axis = b.scalar(int(n.attrs["axis"]) % max(rank, 1), np.int64)
+    if rank:
+        b.op("CumSum", [x, axis], n.out, **flags)
+        return
+    y = b.op("CumSum", [b.op("Reshape", [x, b.ints([1])]), axis], **flags)
+    b.op("Reshape", [y, b.ints([])], n.out)
+
+
+def _shape(b: _Builder, n: _N) -> None:
+    # Python slicing of the dims, clamped, as ONNX Shape's start/end (opset 15) and Slice do.
+    lo, hi = int(n.attrs["start"]), int(n.attrs["end"])
+    whole = lo == 0 and hi >= n.rank()
+    if b.opset >= 15 or whole:
+        b.op("Shape", [n.req()], n.out, **({} if whole else {"start": lo, "end": hi}))
+        return
+    b.op("Slice", [b.op("Shape", [n.req()]), b.ints([lo]), b.ints([hi]), b.ints([0])], n.out)
+
+
 def _concat(b: _Builder, n: _N) -> None:
     b.op("Concat", [x for x in n.ins if x is not None], n.out, axis=int(n.attrs["axis"]))
 
@@ -964,10 +996,11 @@ OP_MAPPING: dict[str, Translator] = {
     "upsample_bilinear2d": _upsample("linear"),
     # reductions
     "mean": _reduction("ReduceMean"), "sum": _reduction("ReduceSum"), "softmax": _softmax("Softmax"),
-    "log_softmax": _softmax("LogSoftmax"),
+    "log_softmax": _softmax("LogSoftmax"), "cumsum": _cumsum,
     # shapes and indexing
     "reshape": _reshape, "expand": _expand, "permute": _permute, "slice": _slice, "index_select": _index_select,
-    "arange": _arange, "embedding": _embedding, "concat": _concat, "pad": _pad,
+    "arange": _arange, "embedding": _embedding, "concat": _concat, "pad": _pad, "gather_elements": _gather_elements,
+    "gather_nd": _gather_nd, "shape": _shape,
     # comparisons, selection, conversion
     "equal": _binary("Equal"), "less": _binary("Less"), "greater": _binary("Greater"), "where": _where,
     "cast": _cast, "amax": _extreme("ReduceMax"), "amin": _extreme("ReduceMin"),

@@ -181,6 +181,15 @@ inline constexpr OpSchema op_conv_transpose2d = {"conv_transpose2d", 2, 3, 0x4, 
 inline constexpr DTypeSignature op_cos_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_cos = {"cos", 1, 1, 0x0, 1, nullptr, 0, op_cos_signatures, 1, InPlace::kAlways, nullptr};
 
+// cumsum: running sums along `axis` (torch.cumsum, ONNX CumSum): y[..i..] = x[..0..] + .. + x[..i..], or with `exclusive` the sum of the elements before i (0 at the first), with `reverse` from the end; float32 adds in float32 one element at a time in that order, integers wrap around on overflow
+inline constexpr AttrSpec op_cumsum_attrs[] = {
+    {"axis", AttrKind::kInt, true, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"exclusive", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
+    {"reverse", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
+};
+inline constexpr DTypeSignature op_cumsum_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}};
+inline constexpr OpSchema op_cumsum = {"cumsum", 1, 1, 0x0, 1, op_cumsum_attrs, 3, op_cumsum_signatures, 3, InPlace::kNone, nullptr};
+
 // div: a / b (integers: truncated toward zero; a division by zero gives 0, as NumPy)
 inline constexpr DTypeSignature op_div_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}};
 inline constexpr OpSchema op_div = {"div", 2, 2, 0x0, 1, nullptr, 0, op_div_signatures, 3, InPlace::kSameShape, nullptr};
@@ -218,6 +227,20 @@ inline constexpr AttrSpec op_expand_attrs[] = {
 };
 inline constexpr DTypeSignature op_expand_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_3309a1236c, 2, dtypes_86f5a46ec9, 1}, {dtypes_4ab3a41210, 2, dtypes_86f5a46ec9, 1}, {dtypes_8c41980022, 2, dtypes_6417adc7fa, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_46f62b39de, 2, dtypes_6417adc7fa, 1}, {dtypes_9ec4d6e877, 2, dtypes_6417adc7fa, 1}, {dtypes_771ff3cbf0, 2, dtypes_2c552f0a05, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}, {dtypes_2838c67d46, 2, dtypes_2c552f0a05, 1}, {dtypes_5fcebe6f67, 2, dtypes_78fcd5eaeb, 1}, {dtypes_7818c6c7c4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_0972b955d4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_7d8f846ad1, 2, dtypes_78fcd5eaeb, 1}};
 inline constexpr OpSchema op_expand = {"expand", 1, 2, 0x2, 1, op_expand_attrs, 2, op_expand_signatures, 16, InPlace::kNone, nullptr};
+
+// gather_elements: data[i0, .., index[i0, .., ik, ..], ..] along `axis` (torch.gather, ONNX GatherElements): one element per entry of index; a negative index counts from the end; an index outside [-size, size) is a run-time error
+inline constexpr AttrSpec op_gather_elements_attrs[] = {
+    {"axis", AttrKind::kInt, false, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
+};
+inline constexpr DTypeSignature op_gather_elements_signatures[] = {{dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_3309a1236c, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_46f62b39de, 2, dtypes_6417adc7fa, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}, {dtypes_7818c6c7c4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_0972b955d4, 2, dtypes_78fcd5eaeb, 1}};
+inline constexpr OpSchema op_gather_elements = {"gather_elements", 2, 2, 0x0, 1, op_gather_elements_attrs, 1, op_gather_elements_signatures, 8, InPlace::kNone, nullptr};
+
+// gather_nd: slices of data picked by index tuples (ONNX GatherND): out[b.., i..] = data[b.., *indices[b.., i.., :]] with b the first `batch_dims` dims, which data and indices share; a negative index counts from the end; an index outside [-size, size) is a run-time error
+inline constexpr AttrSpec op_gather_nd_attrs[] = {
+    {"batch_dims", AttrKind::kInt, false, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
+};
+inline constexpr DTypeSignature op_gather_nd_signatures[] = {{dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_7818c6c7c4, 2, dtypes_78fcd5eaeb, 1}};
+inline constexpr OpSchema op_gather_nd = {"gather_nd", 2, 2, 0x0, 1, op_gather_nd_attrs, 1, op_gather_nd_signatures, 4, InPlace::kNone, nullptr};
 
 // gelu: x * Phi(x): erf form, or the tanh approximation
 inline constexpr AttrSpec op_gelu_attrs[] = {
@@ -399,6 +422,14 @@ inline constexpr OpSchema op_resize = {"resize", 1, 1, 0x0, 1, op_resize_attrs, 
 // rsqrt: 1 / sqrt(x)
 inline constexpr DTypeSignature op_rsqrt_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_rsqrt = {"rsqrt", 1, 1, 0x0, 1, nullptr, 0, op_rsqrt_signatures, 1, InPlace::kAlways, nullptr};
+
+// shape: x's dimensions as data, x.shape[start:end] (ONNX Shape: a size that follows a dynamic dimension and is used in arithmetic, e.g. flat indices batch_idx * seq + pos)
+inline constexpr AttrSpec op_shape_attrs[] = {
+    {"start", AttrKind::kInt, false, true, true, -8.0, 8.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
+    {"end", AttrKind::kInt, false, true, true, -8.0, 8.0, 0, -1, nullptr, 0, nullptr, 0, true, 8.0, nullptr, nullptr, 0},
+};
+inline constexpr DTypeSignature op_shape_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_6417adc7fa, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_6417adc7fa, 1}, {dtypes_78fcd5eaeb, 1, dtypes_6417adc7fa, 1}};
+inline constexpr OpSchema op_shape = {"shape", 1, 1, 0x0, 1, op_shape_attrs, 2, op_shape_signatures, 4, InPlace::kNone, nullptr};
 
 // sigmoid: 1 / (1 + exp(-x))
 inline constexpr DTypeSignature op_sigmoid_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};

@@ -189,6 +189,12 @@ CASES: dict[str, tuple[Callable[[], Callable], Callable[[int], tuple[dt.Tensor, 
                                             x.mean(dim=(-1,), keepdim=True), x.mean() + x.sum())), _randn(3, 4)),
     "embedding": (lambda: Fn(lambda s, i: s.e(i) * 2.0, e=nn.Embedding(10, 4)),
                   lambda n: (dt.randint(0, 10, (n, 5)),)),
+    # torch.gather (negative indices count from the end, as eager's) of graph inputs and of a constant, and torch.cumsum
+    # of float32, int64, int32 (summed in int64, as torch does) and bool
+    "gather_cumsum": (lambda: Fn(lambda s, x, i, m: (
+        x.gather(1, i), dt.gather(s.w.weight, 1, i[:, 0, :]), dt.cumsum(x, 1), dt.cumsum(x, -1), dt.cumsum(m, 1),
+        dt.cumsum(m.int(), 0), dt.cumsum(m > 0, 1)), w=nn.Linear(5, 4)),
+        lambda n: (dt.randn(n, 4, 5), dt.randint(-4, 4, (n, 4, 3)), dt.randint(0, 2, (n, 9)))),
 }
 
 
@@ -378,7 +384,51 @@ HAND: dict[str, tuple[str, dict, list, Callable[..., np.ndarray]]] = {
     "resize_cubic_sizes": ("resize", {"sizes": [0, 0, 3, 9], "scales": [1.0, 1.0, 3 / 5, 9 / 6], "mode": "cubic",
                                       "coordinate_transformation_mode": "pytorch_half_pixel", "exclude_outside": 1},
                            [_f32(2, 5, 6)], None),
+    # gather_nd has no eager primitive; gather_elements with int32 indices and cumsum's exclusive / reverse neither
+    "gather_nd": ("gather_nd", {}, [_RNG.standard_normal((4, 5)).astype(np.float32),
+                                    lambda n: _RNG.integers(-4, 4, (n, 3, 1))], lambda x, i: _gather_nd_ref(x, i, 0)),
+    "gather_nd_tuples": ("gather_nd", {}, [_f32(4, 5), np.array([[0, -1, 2], [-1, 3, 0]], np.int64)],
+                         lambda x, i: _gather_nd_ref(x, i, 0)),
+    "gather_nd_batch_dims": ("gather_nd", {"batch_dims": 1}, [_f32(3, 4), lambda n: _RNG.integers(-3, 3, (n, 2, 1))],
+                             lambda x, i: _gather_nd_ref(x, i, 1)),
+    "gather_nd_bool": ("gather_nd", {"batch_dims": 1}, [lambda n: _f32(3)(n) > 0, lambda n: _RNG.integers(-3, 3, (n, 1))],
+                       lambda x, i: _gather_nd_ref(x, i, 1)),
+    "gather_elements_int32": ("gather_elements", {"axis": 1},
+                              [lambda n: _RNG.integers(-9, 9, (n, 4)).astype(np.int32),
+                               lambda n: _RNG.integers(-4, 4, (n, 6)).astype(np.int32)],
+                              lambda x, i: np.take_along_axis(x, i.astype(np.int64) % 4, 1)),
+    "cumsum_exclusive_reverse": ("cumsum", {"axis": 1, "exclusive": 1, "reverse": 1}, [_f32(5, 3)],
+                                 lambda x: _cumsum_ref(x, 1, True, True)),
+    "cumsum_exclusive_int32": ("cumsum", {"axis": 2, "exclusive": 1}, [lambda n: _RNG.integers(-9, 9, (n, 3, 4)).astype(
+        np.int32)], lambda x: _cumsum_ref(x, 2, True, False)),
+    # shape follows the batch at run time (the file is written at batch 2); opsets below 15 slice a whole Shape
+    "shape": ("shape", {}, [_f32(3, 4)], lambda x: np.array(x.shape, np.int64)),
+    "shape_batch_int64": ("shape", {"start": 0, "end": 1}, [lambda n: _RNG.integers(0, 9, (n, 3))],
+                          lambda x: np.array(x.shape[:1], np.int64)),
+    "shape_middle_bool": ("shape", {"start": 1, "end": -1}, [lambda n: _f32(3, 4, 5)(n) > 0],
+                          lambda x: np.array(x.shape[1:-1], np.int64)),
+    "shape_clamped": ("shape", {"start": -8, "end": 8}, [_f32(2)], lambda x: np.array(x.shape, np.int64)),
+    "cumsum_reverse_int64": ("cumsum", {"axis": 0, "reverse": 1}, [lambda n: _RNG.integers(-9, 9, (n, 3))],
+                             lambda x: _cumsum_ref(x, 0, False, True)),
 }
+
+
+def _gather_nd_ref(data: np.ndarray, idx: np.ndarray, b: int) -> np.ndarray:
+    """ONNX GatherND: each tuple of indices (last axis) picks a slice of its batch of data."""
+    k = idx.shape[-1]
+    out = np.empty(idx.shape[:-1] + data.shape[b + k:], data.dtype)
+    for pos in np.ndindex(*idx.shape[:-1]):
+        out[pos] = data[pos[:b] + tuple(int(v) for v in idx[pos])]
+    return out
+
+
+def _cumsum_ref(x: np.ndarray, axis: int, exclusive: bool, reverse: bool) -> np.ndarray:
+    """The catalogue's cumsum: sequential sums in x's dtype (NumPy's cumsum adds one element at a time)."""
+    y = np.flip(x, axis) if reverse else x
+    s = np.cumsum(y, axis=axis, dtype=x.dtype)
+    if exclusive:
+        s = np.concatenate([np.zeros_like(np.take(s, [0], axis)), np.take(s, range(s.shape[axis] - 1), axis)], axis)
+    return np.ascontiguousarray(np.flip(s, axis) if reverse else s)
 
 
 def _saturate(x: np.ndarray, dtype: type) -> np.ndarray:
@@ -430,7 +480,8 @@ def test_hand_built_graph(name: str, opset: int, tmp_path: Path) -> None:
         else:
             want = np.asarray(ref(*arrays))
         if sess is None:  # export once, at batch 2
-            y = Value(want.shape, want.dtype, dims=["batch", *want.shape[1:]] if want.ndim else [])
+            y = Value(want.shape, want.dtype, dims=["batch", *want.shape[1:]] if want.ndim and op != "shape" else
+                      list(want.shape))
             g.nodes[0].outputs = [y]
             g.outputs = [y]
             m = graph_to_onnx(g, list(feeds), ["y"], opset)

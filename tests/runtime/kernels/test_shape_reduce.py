@@ -254,3 +254,22 @@ def test_pad_mode_errors():
     g.node("pad", [g.input("x", [1, 2, 5])], [g.output("y", [1, 2, 11])], dict(pads=[5, 1], mode="reflect"))
     with pytest.raises(rt.InvalidModelError, match=r"each pad must be smaller than the dimension"):
         rt.InferenceSession(g.build())
+
+
+# --- shape: the dims as data ------------------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("dtype", list(_MOVED))
+@pytest.mark.parametrize("start,end", [(0, 8), (1, 8), (0, -1), (-2, 8), (-8, 8), (-3, 7), (2, 1), (3, 8), (1, 2)])
+def test_shape_slices_the_dims_as_python_does(dtype, start, end):
+    x = _moved(np.random.default_rng(48), dtype, 2, 0, 5)
+    got = run("shape", dict(start=start, end=end), [x])
+    assert got.dtype == np.int64
+    np.testing.assert_array_equal(got, np.array(x.shape[start:end], np.int64))
+
+
+def test_shape_of_a_scalar_and_its_errors():
+    assert run("shape", dict(start=0, end=8), [np.asarray(3.0, np.float32)]).shape == (0,)
+    with pytest.raises(Exception, match=r"shape attribute 'start' is -9, outside \[-8, 8\]"):
+        run("shape", dict(start=-9, end=8), [np.zeros(3, np.float32)])
+    with pytest.raises(ValueError, match=r"shape: output 0 is declared float32"):
+        _C.run_kernel("shape", dict(start=0, end=8), [np.zeros(3, np.float32)], output_dtypes=["float32"])
