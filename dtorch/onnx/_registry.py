@@ -102,6 +102,7 @@ class Ctx:
         self.name: str = node.name or f"{node.op_type}_{spec.node_index}"
         self.attrs: dict[str, Any] = {a.name: _attr_value(a) for a in node.attribute}
         self.fold = True  # False: emit operators even when their inputs are constants (see importer._MATERIALIZE)
+        self.varying: frozenset[int] = frozenset()  # inputs known here whose values follow a dynamic dimension
 
     # --- reading the node ----------------------------------------------------------------------
     @property
@@ -116,8 +117,12 @@ class Ctx:
         return i < len(self.node.input) and self.node.input[i] != ""
 
     def input(self, i: int) -> Value:
+        """Input i as data. A known input whose value follows a dynamic dimension (a size used in arithmetic) is
+        computed at run time instead (see `_Specializer.materialize`)."""
         if not self.has_input(i):
             raise self.fail(f"input {i} is required")
+        if i in self.varying:
+            return self.spec.materialize(self.node.input[i])
         return self.spec.value(self.node.input[i])
 
     def optional(self, i: int) -> Value | None:
@@ -128,7 +133,7 @@ class Ctx:
         None when the input is absent."""
         if not self.has_input(i):
             return None
-        v = self.input(i)
+        v = self.spec.value(self.node.input[i])
         if not v.is_const or v.data is None:
             raise self.fail(f"input {i} ({what or self.node.input[i]}) must be a constant (an initializer, or "
                             f"computed from shapes only) for dtorch to import it, but it is computed from the "

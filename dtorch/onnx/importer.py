@@ -17,6 +17,7 @@ dynamic dimension, reshape/expand targets become symbolic, and a graph whose str
 
 from __future__ import annotations
 
+import copy
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,8 +46,9 @@ MIN_OPSET, MAX_OPSET = 11, 24
 _CONVERT_TO = 13
 #: ONNX elem types the runtime takes as graph inputs / outputs.
 _IO_DTYPES = ("float32", "int64", "int32", "bool")
-#: Operators that turn a shape into data: with a shape computed from a dynamic dimension they are not folded.
-_MATERIALIZE = {"Expand", "Tile", "ConstantOfShape", "Range"}
+#: Operators that turn a shape into data, and the inputs that carry it: when one of those follows a dynamic
+#: dimension (an Expand target, a Range bound, a Slice end), the node is not folded: it stays an operator.
+_MATERIALIZE = {"Expand": {1}, "Tile": {1}, "ConstantOfShape": {0}, "Range": {0, 1, 2}, "Slice": {1, 2, 3, 4}}
 #: Operators never evaluated at import even when their inputs are known (their values are not deterministic).
 _NONDETERMINISTIC = {"RandomNormal", "RandomUniform", "RandomNormalLike", "RandomUniformLike", "Multinomial",
                      "Bernoulli"}
@@ -312,18 +314,21 @@ def _example_inputs(specs: list[_InputSpec], sizes: Mapping[str, int], seed: int
 
 # --- specialization ---------------------------------------------------------------------------------------------------
 class _Specializer:
-    """Builds the export-IR graph of the ONNX graph for one set of concrete input shapes."""
+    """Builds the export-IR graph of the ONNX graph for one set of concrete input shapes, one node at a time
+    (`step`), so that two specializations (the example sizes and the changed ones) can go through the graph
+    side by side and see which known values follow the dynamic dimensions (see `_specialize`)."""
 
-    def __init__(self, model: Any, opset: int, specs: list[_InputSpec], examples: list[np.ndarray],
-                 dynamic: bool) -> None:
-        self.model, self.opset, self.specs, self.dynamic = model, opset, specs, dynamic
-        # Constants computed from the shape of a computed tensor: with dynamic dimensions, one that becomes data
-        # (Expand/Tile/ConstantOfShape targets) must stay an operator, or it would bake in the example size.
-        self.tainted: set[int] = set()
+    def __init__(self, model: Any, opset: int, specs: list[_InputSpec], examples: list[np.ndarray]) -> None:
+        self.model, self.opset, self.specs = model, opset, specs
         self.graph = Graph()
         self.values: dict[str, Value] = {}
         self.examples: dict[int, np.ndarray] = {}
+        self.inputs = examples
         self.node_index = 0
+        # Known values by ONNX name: the node that computed each, and which of its inputs followed a dynamic
+        # dimension; and the ones computed again at run time (`materialize`).
+        self.recipes: dict[str, tuple[Any, frozenset[int]]] = {}
+        self.at_run_time: dict[str, Value] = {}
         g = model.graph
         self.used = {i for n in g.node for i in n.input if i} | {o.name for o in g.output}
         for s, x in zip(specs, examples):
@@ -373,7 +378,9 @@ class _Specializer:
             shapes = ", ".join("-" if a is None else f"{a.dtype.name}{list(a.shape)}" for a in arrays)
             raise ctx.fail(f"the runtime's '{op}' refuses it ({shapes}): {e}") from None
 
-    def _fold(self, node: Any, ctx: Ctx) -> list[Any]:
+    def _fold(self, node: Any, ctx: Ctx) -> list[Any] | None:
+        """The node's outputs, evaluated by ONNX's reference implementation; None when it fails there but dtorch
+        translates the operator (its kernels then compute the constant)."""
         from onnx.reference import ReferenceEvaluator
 
         feeds = {n: self.value(n).data for n in node.input if n}
@@ -381,53 +388,84 @@ class _Specializer:
             ref = ReferenceEvaluator(node, opsets={"": self.opset})
             return list(ref.run(None, feeds))
         except Exception as e:
+            if node.op_type in TRANSLATORS:
+                return None
             raise ctx.fail(f"its inputs are all known, but evaluating it at import failed "
                            f"({type(e).__name__}: {e})") from None
 
-    def run(self) -> Graph:
-        _load()
-        g = self.model.graph
-        for idx, node in enumerate(g.node):
-            self.node_index = idx
-            ctx = Ctx(self, node, self.opset)
-            if node.domain not in ("", "ai.onnx"):
-                raise OnnxImportError(f"ONNX node '{ctx.name}' is {node.domain}::{node.op_type}, an operator of a "
-                                      f"custom domain; dtorch imports the standard (ai.onnx) operators only")
-            ins = [self.value(n) if n else None for n in node.input]
-            taint = any(v is not None and v.uid in self.tainted for v in ins)
-            ctx.fold = not (taint and node.op_type in _MATERIALIZE)
-            if node.op_type in ("Shape", "Size") and ins and ins[0] is not None:
-                taint = self.dynamic and not ins[0].is_const
-                shape = np.array(ins[0].shape, dtype=np.int64)
-                if node.op_type == "Size":
-                    outs: list[Any] = [np.array(int(np.prod(shape)), dtype=np.int64)]
-                else:
-                    start, end = ctx.attr("start", 0), ctx.attr("end", None)
-                    outs = [shape[start:end]]
-            elif ctx.fold and all(v is None or v.is_const for v in ins) and node.op_type not in _NONDETERMINISTIC and \
-                    (ins or node.op_type in ("Constant", "ConstantOfShape", "Range", "EyeLike")) and \
-                    not any(a.type in (5, 10) for a in node.attribute):  # no subgraph attributes
-                outs = self._fold(node, ctx)
+    def materialize(self, name: str) -> Value:
+        """The known value `name`, which follows a dynamic dimension, computed by operators at run time: the nodes
+        that computed it at import are translated again, from a `shape` operator of the computed tensor whose
+        shape it came from (e.g. seq_len in flat indices batch_idx * seq_len + pos)."""
+        v = self.at_run_time.get(name)
+        if v is not None:
+            return v
+        node, varying = self.recipes[name]
+        ctx = Ctx(self, node, self.opset)
+        ctx.varying, ctx.fold = varying, False
+        if node.op_type == "Shape":
+            x = self.value(node.input[0])
+            lo, hi, _ = slice(ctx.attr("start", 0), ctx.attr("end", None)).indices(len(x.shape))  # clamped
+            outs: list[Any] = [ctx.emit1("shape", [x], {"start": lo, "end": max(lo, hi)})]
+        else:
+            fn = TRANSLATORS.get(node.op_type)
+            if fn is None:
+                raise ctx.fail(f"its result follows a dynamic dimension and is used as data, so dtorch computes it at "
+                               f"run time, but it does not translate {node.op_type}. Import with that dimension fixed "
+                               f"(--input-shape / --static)")
+            outs = list(fn(ctx))
+        for k, out_name in enumerate(node.output):
+            if out_name and k < len(outs) and isinstance(outs[k], Value):
+                self.at_run_time[out_name] = outs[k]
+        if name not in self.at_run_time:
+            raise ctx.fail(f"its output '{name}' follows a dynamic dimension but could not be computed at run time")
+        return self.at_run_time[name]
+
+    def step(self, idx: int, node: Any, varying: frozenset[int] = frozenset()) -> None:
+        """Specialize node `idx`. `varying`: the positions of its inputs that are known here but have other values
+        at the other sizes of the dynamic dimensions (shapes computed from them)."""
+        self.node_index = idx
+        ctx = Ctx(self, node, self.opset)
+        ctx.varying = varying
+        if node.domain not in ("", "ai.onnx"):
+            raise OnnxImportError(f"ONNX node '{ctx.name}' is {node.domain}::{node.op_type}, an operator of a "
+                                  f"custom domain; dtorch imports the standard (ai.onnx) operators only")
+        ins = [self.value(n) if n else None for n in node.input]
+        # A shape that follows a dynamic dimension and becomes data (an Expand target, a Range bound, ...) must
+        # stay an operator, or the graph would bake in the example size.
+        ctx.fold = not (varying & _MATERIALIZE.get(node.op_type, set()))
+        outs: list[Any] | None = None
+        if node.op_type in ("Shape", "Size") and ins and ins[0] is not None:
+            shape = np.array(ins[0].shape, dtype=np.int64)
+            if node.op_type == "Size":
+                outs = [np.array(int(np.prod(shape)), dtype=np.int64)]
             else:
-                fn = TRANSLATORS.get(node.op_type)
-                if fn is None:
-                    raise OnnxImportError(
-                        f"ONNX operator '{node.op_type}' (node '{ctx.name}', opset {self.opset}) is not supported by "
-                        f"dtorch.onnx. Supported operators: {', '.join(supported_ops())}")
-                outs = list(fn(ctx))
-            for k, name in enumerate(node.output):
-                if not name:
-                    continue
-                o = outs[k] if k < len(outs) else None
-                if o is None:
-                    if self.is_used(name):
-                        raise ctx.fail(f"its output {k} ('{name}') is used, which dtorch does not support")
-                    continue
-                v = o if isinstance(o, Value) else self._bind_constant(name, np.asarray(o))
-                self.values[name] = v
-                if taint and v.is_const:
-                    self.tainted.add(v.uid)
-        for o in g.output:
+                start, end = ctx.attr("start", 0), ctx.attr("end", None)
+                outs = [shape[start:end]]
+        elif ctx.fold and all(v is None or v.is_const for v in ins) and node.op_type not in _NONDETERMINISTIC and \
+                (ins or node.op_type in ("Constant", "ConstantOfShape", "Range", "EyeLike")) and \
+                not any(a.type in (5, 10) for a in node.attribute):  # no subgraph attributes
+            outs = self._fold(node, ctx)
+        if outs is None:
+            fn = TRANSLATORS.get(node.op_type)
+            if fn is None:
+                raise OnnxImportError(
+                    f"ONNX operator '{node.op_type}' (node '{ctx.name}', opset {self.opset}) is not supported by "
+                    f"dtorch.onnx. Supported operators: {', '.join(supported_ops())}")
+            outs = list(fn(ctx))
+        for k, name in enumerate(node.output):
+            if not name:
+                continue
+            o = outs[k] if k < len(outs) else None
+            if o is None:
+                if self.is_used(name):
+                    raise ctx.fail(f"its output {k} ('{name}') is used, which dtorch does not support")
+                continue
+            self.values[name] = o if isinstance(o, Value) else self._bind_constant(name, np.asarray(o))
+            self.recipes[name] = (node, varying)
+
+    def finish(self) -> Graph:
+        for o in self.model.graph.output:
             self.graph.outputs.append(self._output(self.value(o.name)))
         return self.graph
 
@@ -441,11 +479,85 @@ class _Specializer:
         return out
 
 
-# --- the whole import ---------------------------------------------------------------------------------------------------
-def _specialize(model: Any, opset: int, specs: list[_InputSpec], sizes: Mapping[str, int], seed: int,
-                dynamic: bool) -> tuple[Graph, list[np.ndarray]]:
-    ex = _example_inputs(specs, sizes, seed)
-    return _Specializer(model, opset, specs, ex, dynamic).run(), ex
+class _OtherSizesError(OnnxImportError):
+    """The import fails at the changed sizes of the dynamic dimensions only."""
+
+
+def _varying(a: _Specializer, b: _Specializer, node: Any) -> frozenset[int]:
+    """The positions of the node's inputs that are known in both specializations but differ (in shape or value)."""
+    out = []
+    for i, name in enumerate(node.input):
+        if not name:
+            continue
+        va, vb = a.values.get(name), b.values.get(name)
+        if va is None or vb is None or not (va.is_const and vb.is_const):
+            continue
+        if va.shape != vb.shape or va.dtype != vb.dtype or not np.array_equal(va.data, vb.data, equal_nan=True):
+            out.append(i)
+    return frozenset(out)
+
+
+def _specialize(model: Any, opset: int, specs: list[_InputSpec], sizes: Mapping[str, int],
+                changed: Mapping[str, int] | None) -> tuple[Graph, Graph | None, list[np.ndarray]]:
+    """The graph at the example sizes, and (with `changed`) the graph at the changed sizes of the dynamic
+    dimensions, specialized side by side."""
+    _load()
+    a = _Specializer(model, opset, specs, _example_inputs(specs, sizes, 0))
+    b = None if changed is None else _Specializer(model, opset, specs, _example_inputs(specs, {**sizes, **changed}, 1))
+    for idx, node in enumerate(model.graph.node):
+        varying = frozenset() if b is None else _varying(a, b, node)
+        a.step(idx, node, varying)
+        if b is not None:
+            try:
+                b.step(idx, node, varying)
+            except OnnxImportError as e:
+                raise _OtherSizesError(str(e)) from None
+    ga = a.finish()
+    return ga, None if b is None else b.finish(), a.inputs
+
+
+def _same_axis(specs: list[_InputSpec], free: list[str]) -> dict[str, str]:
+    """{name: the name it is taken as}: the free dynamic dimensions at the same axis of inputs of the same rank as
+    an earlier one (input_ids [s10, s21] and attention_mask [s86, s12] give {s86: s10, s12: s21})."""
+    first: dict[tuple[int, int], str] = {}
+    alias: dict[str, str] = {}
+    for s in specs:
+        for i, d in enumerate(s.dims):
+            if not isinstance(d, str) or d not in free or d in alias:
+                continue
+            k = first.setdefault((len(s.dims), i), d)
+            if k != d and k not in alias:
+                alias[d] = k
+    return alias
+
+
+def _specialize_all(proto: Any, opset: int, specs: list[_InputSpec], sizes: dict[str, int], dynamic: set[str],
+                    alias: Mapping[str, str]) -> tuple[Graph, dict[str, int], list[_InputSpec], list[np.ndarray]]:
+    """Specialize at `sizes` and at changed sizes of the dynamic dimensions, and merge the two traces into the
+    graph with named dimensions. `alias` renames dimensions first (two names taken as one)."""
+    for s in specs:
+        s.dims = [alias.get(d, d) if isinstance(d, str) else d for d in s.dims]
+    sizes = {d: n for d, n in sizes.items() if d not in alias}
+    for s in specs:  # dimensions not kept dynamic take their example size
+        s.dims = [d if isinstance(d, int) or d in dynamic else sizes[d] for d in s.dims]
+    order = [d for d in sizes if d in dynamic]
+    changed = {d: sizes[d] + i + 1 for i, d in enumerate(order)}
+    desc = ", ".join(f"'{d}' ({sizes[d]} -> {changed[d]})" for d in order)
+    other_sizes = ("the model does not support other sizes of its dynamic dimension(s) {}: {}. Import it with those "
+                   "dimensions fixed: --input-shape NAME=SIZES / --static (dynamic_axes=[]), or name the ones that "
+                   "can vary with --dynamic")
+    try:
+        ga, gb, example = _specialize(proto, opset, specs, sizes, changed if order else None)
+    except _OtherSizesError as e:
+        raise _OtherSizesError(other_sizes.format(", ".join(order), str(e).rstrip("."))) from None
+    if gb is not None:
+        try:
+            merge_traces(ga, gb, desc, {(sizes[d], changed[d]): d for d in order})
+        except ExportError as e:
+            raise _OtherSizesError(other_sizes.format(", ".join(order), str(e).rstrip("."))) from None
+    else:
+        assign_static_dims(ga)
+    return ga, sizes, specs, example
 
 
 def import_model(model: str | os.PathLike[str], f: str | os.PathLike[str], *, dynamic_axes: Any = None,
@@ -481,34 +593,47 @@ def import_model(model: str | os.PathLike[str], f: str | os.PathLike[str], *, dy
     sizes = _sizes(specs, shapes)
     declared = [list(s.dims) for s in specs]  # before the fixed dims take their sizes
     defaulted = [d for d in sizes if not any(s.name in shapes and d in s.dims for s in specs)]
-    for s in specs:  # dimensions not kept dynamic take their example size
-        s.dims = [d if isinstance(d, int) or d in dynamic else sizes[d] for d in s.dims]
-    order = [d for d in sizes if d in dynamic]
-    try:
-        ga, example = _specialize(proto, opset, specs, sizes, 0, bool(order))
-    except OnnxImportError as e:
-        if not defaulted:
-            raise
-        # A model exported with some size baked in (a tracer constant) fails at the example size 1 with a shape
-        # error that does not say why: say which sizes were guessed and how to give the real ones.
-        k = next(i for i, dims in enumerate(declared) if any(d in defaulted for d in dims))
-        hint = ",".join(str(d).upper() if isinstance(d, str) else str(d) for d in declared[k])
-        raise OnnxImportError(f"{e}\n(the model's named dimensions {', '.join(defaulted)} took the example size 1; a "
-                              f"model exported with a size fixed inside it needs that size: pass input_shapes, or "
-                              f"--input-shape {specs[k].name}={hint} with the sizes it was exported at)") from None
-    if order:
-        changed = {d: sizes[d] + i + 1 for i, d in enumerate(order)}
-        desc = ", ".join(f"'{d}' ({sizes[d]} -> {changed[d]})" for d in order)
+    free = [d for d in defaulted if d in dynamic]
+    # The example sizes of the dynamic dimensions nobody gave, tried in turn until the model specializes:
+    # 2, 3, ... (one size each, not 1: at size 1 a reshape or broadcast can be the identity in one trace only,
+    # and the traces would not line up); then the dimensions at the same axis of different inputs taken as one
+    # (an exporter that names the batch of each input apart, as torch's dynamo does); then 1, the size most
+    # models are exported at, to tell a model that bakes in that size from one that fails at every size.
+    attempts: list[tuple[dict[str, int], dict[str, str]]] = [({d: 2 + k for k, d in enumerate(free)}, {})]
+    same = _same_axis(specs, free)
+    if same:
+        kept = [d for d in free if d not in same]
+        attempts.append(({d: 2 + k for k, d in enumerate(kept)}, same))
+    if free:
+        attempts.append(({d: 1 for d in free}, {}))
+    errors: list[OnnxImportError] = []
+    for guess, alias in attempts:
         try:
-            gb, _ = _specialize(proto, opset, specs, {**sizes, **changed}, 1, True)
-            merge_traces(ga, gb, desc, {(sizes[d], changed[d]): d for d in order})
-        except ExportError as e:
-            raise OnnxImportError(
-                f"the model does not support other sizes of its dynamic dimension(s) {', '.join(order)}: {e}. Import "
-                f"it with those dimensions fixed: --input-shape NAME=SIZES / --static (dynamic_axes=[]), or name the "
-                f"ones that can vary with --dynamic") from None
+            ga, gsizes, gspecs, example = _specialize_all(proto, opset, copy.deepcopy(specs), {**sizes, **guess},
+                                                          dynamic, alias)
+            break
+        except OnnxImportError as e:
+            errors.append(e)
     else:
-        assign_static_dims(ga)
+        # A model that runs at size 1 only bakes that size in; one that fails at every size gets a shape error
+        # that does not say why (a tracer constant): say which sizes were guessed and how to give the real ones.
+        for e in (errors[-1], errors[0]):
+            if isinstance(e, _OtherSizesError):
+                raise OnnxImportError(str(e)) from None
+        if not defaulted:
+            raise errors[0] from None
+        j = next(i for i, dims in enumerate(declared) if any(d in defaulted for d in dims))
+        hint = ",".join(str(d).upper() if isinstance(d, str) else str(d) for d in declared[j])
+        guessed = ", ".join(f"{d}={attempts[0][0].get(d, sizes[d])}" for d in defaulted)
+        raise OnnxImportError(f"{errors[0]}\n(the model's named dimensions took example sizes nobody gave "
+                              f"({guessed}); a model exported with a size fixed inside it needs that size: pass "
+                              f"input_shapes, or --input-shape {specs[j].name}={hint} with the sizes it was exported "
+                              f"at)") from None
+    sizes, specs = gsizes, gspecs
+    if alias:
+        warnings.append("the model fails when " + "; ".join(
+            f"'{a}' differs from '{b}'" for a, b in alias.items()) + ": each pair was imported as one dimension "
+            "(they must be equal at run time)")
     for v, s in zip(ga.inputs, specs):
         v.dims = [d if isinstance(d, str) else int(v.shape[i]) for i, d in enumerate(s.dims)]
     nodes_imported = len(ga.nodes)

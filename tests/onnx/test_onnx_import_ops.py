@@ -167,6 +167,31 @@ CASES = [
     ("gather_const_scalar", "Gather", {"x": f32(3, 4, 5)}, {"i": np.array(-1, np.int64)}, {"axis": 1}, 13, 1, None),
     ("gather_const_2d", "Gather", {"x": f32(5, 4)}, {"i": np.array([[0, 4], [-2, 1]], np.int64)}, {}, 13, 1, None),
     ("gather_embedding", "Gather", {"i": np.array([[0, 3, 2]], np.int64)}, {"x": f32(5, 4)}, {}, 13, 1, ["x", "i"]),
+    # GatherElements / GatherND / CumSum: the attention-mask and position-id paths of exported text models. Indices
+    # given as graph inputs are run-time values (negative ones included); constant ones fold at import.
+    ("gather_elements_runtime_index", "GatherElements", {"x": f32(3, 4), "i": R.integers(-4, 4, (3, 5))}, {},
+     {"axis": 1}, 13, 1, None),
+    ("gather_elements_int32_index", "GatherElements", {"x": f32(3, 4, 2)},
+     {"i": R.integers(-3, 3, (2, 4, 1)).astype(np.int32)}, {"axis": -3}, 11, 1, None),
+    ("gather_elements_const_data", "GatherElements", {"i": R.integers(-5, 5, (2, 3))}, {"x": f32(5, 3)}, {}, 13, 1,
+     ["x", "i"]),
+    # constant data of a large axis (a (1, 512) position buffer): ONNX's reference GatherElements fails there, the
+    # kernel computes the constant
+    ("gather_elements_const_large_axis", "GatherElements", {},
+     {"x": np.arange(512, dtype=np.float32).reshape(1, 512) * 0.5, "i": np.array([[0, 7, 511, -1, -512]], np.int64)},
+     {"axis": 1}, 13, 1, None),
+    ("gather_nd_runtime_indices", "GatherND", {"x": f32(3, 4, 5), "i": R.integers(-3, 3, (2, 3, 2))}, {}, {}, 13, 1,
+     None),
+    ("gather_nd_full_tuples", "GatherND", {"x": f32(3, 4, 5)}, {"i": R.integers(-3, 3, (4, 3))}, {}, 13, 1, None),
+    ("gather_nd_batch_dims1", "GatherND", {"x": f32(3, 4, 5), "i": R.integers(-4, 4, (3, 2, 1))}, {},
+     {"batch_dims": 1}, 13, 1, None),
+    ("gather_nd_batch_dims2", "GatherND", {"x": f32(2, 3, 4, 5)}, {"i": R.integers(-4, 4, (2, 3, 6, 2))},
+     {"batch_dims": 2}, 13, 1, None),
+    ("cumsum", "CumSum", {"x": f32(2, 7)}, {"a": np.array(-1, np.int64)}, {}, 14, 1, None),
+    ("cumsum_exclusive_reverse", "CumSum", {"x": f32(3, 4, 5)}, {"a": np.array([1], np.int32)},
+     {"exclusive": 1, "reverse": 1}, 14, 1, None),
+    ("cumsum_exclusive_opset11", "CumSum", {"x": f32(6, 2)}, {"a": np.array(0, np.int64)}, {"exclusive": 1}, 11, 1,
+     None),
     ("expand", "Expand", {"x": f32(3, 1)}, {"s": i64(2, 1, 4)}, {}, 13, 1, None),
     ("expand_ones", "Expand", {"x": f32(3, 4)}, {"s": i64(1, 1)}, {}, 13, 1, None),
     ("pad_constant", "Pad", {"x": f32(2, 3, 4)}, {"p": i64(0, 1, 2, 0, 0, 1), "v": np.array(1.5, np.float32)}, {},
@@ -226,6 +251,31 @@ INT_CASES = [
     ("reduce_min_bool", "ReduceMin", {"x": R.random((3, 4, 2)) > 0.3}, {"a": i64(-1)}, {}, 20, np.bool_),
     ("pad_constant_int32_value", "Pad", {"x": ints(np.int32, 3, 4)},
      {"p": i64(1, 0, 0, 2), "v": np.array(-7, np.int32)}, {}, 18, np.int32),
+    # position ids from an attention mask (RoBERTa: cumsum(mask, 1) * mask), int64 and int32 masks
+    ("cumsum_mask_int64", "CumSum", {"x": ints(np.int64, 2, 9, lo=0, hi=2)}, {"a": i64(1)}, {}, 14, np.int64),
+    ("cumsum_int32_reverse", "CumSum", {"x": ints(np.int32, 3, 5)}, {"a": np.array(0, np.int32)}, {"reverse": 1},
+     14, np.int32),
+    ("gather_elements_int64", "GatherElements", {"x": ints(np.int64, 4, 3), "i": ints(np.int64, 2, 3, lo=-4, hi=4)},
+     {}, {"axis": 0}, 13, np.int64),
+    ("gather_elements_bool", "GatherElements", {"x": R.random((3, 4)) > 0.5, "i": ints(np.int64, 3, 2, lo=-4, hi=4)},
+     {}, {"axis": 1}, 13, np.bool_),
+    ("gather_nd_int32", "GatherND", {"x": ints(np.int32, 3, 4), "i": ints(np.int64, 5, 1, lo=-3, hi=3)}, {}, {}, 13,
+     np.int32),
+    # comparisons and logic, composed from equal / less / greater / where (the attention-mask paths)
+    ("greater_or_equal_float", "GreaterOrEqual", {"a": np.round(f32(3, 4)), "b": np.round(f32(4))}, {}, {}, 16,
+     np.bool_),
+    ("less_or_equal_int64", "LessOrEqual", {"a": ints(np.int64, 3, 4, lo=-3, hi=3)}, {"b": ints(np.int64, 1, 4, lo=-3,
+                                                                                             hi=3)}, {}, 16, np.bool_),
+    ("less_or_equal_nan", "LessOrEqual", {"a": np.array([np.nan, 1.0, -np.inf, 2.0], np.float32),
+                                          "b": np.array([1.0, np.nan, -np.inf, 3.0], np.float32)}, {}, {}, 16, np.bool_),
+    ("not", "Not", {"a": R.random((3, 4)) > 0.5}, {}, {}, 13, np.bool_),
+    *[(op.lower(), op, {"a": R.random((2, 3, 4)) > 0.5, "b": R.random((3, 1)) > 0.5}, {}, {}, 13, np.bool_)
+      for op in ("And", "Or", "Xor")],
+    ("equal_bool", "Equal", {"a": R.random((3, 4)) > 0.5, "b": R.random(4) > 0.5}, {}, {}, 13, np.bool_),
+    ("isnan", "IsNaN", {"a": np.array([[np.nan, 1.0, np.inf], [-np.inf, -0.0, np.nan]], np.float32)}, {}, {}, 13,
+     np.bool_),
+    *[(f"isinf_{neg}{posi}", "IsInf", {"a": np.array([[np.nan, 1.0, np.inf], [-np.inf, 3e38, -3e38]], np.float32)}, {},
+       {"detect_negative": neg, "detect_positive": posi}, 10 + 10 * neg, np.bool_) for neg in (0, 1) for posi in (0, 1)],
 ]
 
 
@@ -261,3 +311,69 @@ def test_dropout_training_with_a_ratio_is_refused(tmp_path):
                               opset=13, order=["x", "r", "t"])
     with pytest.raises(don.OnnxImportError, match=r"training_mode is computed from the model's inputs"):
         don.import_model(save(runtime_mode, tmp_path / "t.onnx"), tmp_path / "t.dtm")
+
+
+def test_cumsum_with_a_runtime_axis_is_refused(tmp_path):
+    model = node_model("CumSum", {"x": f32(2, 3), "a": np.array(1, np.int64)}, opset=14)
+    with pytest.raises(don.OnnxImportError, match=r"CumSum.*input 1 \(axis\) must be a constant"):
+        don.import_model(save(model, tmp_path / "m.onnx"), tmp_path / "m.dtm")
+
+
+def test_gather_index_out_of_range_at_run_time(tmp_path):
+    """Indices that are model inputs are checked by the kernel when the model runs: a clear error, no crash."""
+    from dtorch.runtime import InferenceSession
+
+    for op, ins, attrs, msg in [
+        ("GatherElements", {"x": f32(3, 4), "i": np.zeros((3, 2), np.int64)}, {"axis": 1},
+         r"gather_elements: index 4 \(position 1 of index\) is out of range for axis 1 of size 4"),
+        ("GatherND", {"x": f32(3, 4), "i": np.zeros((2, 2), np.int64)}, {},
+         r"gather_nd: index -4 \(position 0 of indices\) is out of range for dimension 0 of data \[3, 4\]"),
+    ]:
+        don.import_model(save(node_model(op, ins, attrs=attrs, opset=13), tmp_path / "m.onnx"), tmp_path / "m.dtm",
+                         check_parity=False)
+        bad = dict(ins)
+        bad["i"] = np.array([[0, 4], [1, 2], [3, 3]] if op == "GatherElements" else [[-4, 0], [1, 1]], np.int64)
+        with pytest.raises(Exception, match=msg):
+            InferenceSession(str(tmp_path / "m.dtm")).run(None, bad)
+
+
+def test_sizes_used_as_data_follow_the_dynamic_dimensions(tmp_path):
+    """A model that turns its input's sizes into data (seq_len in arithmetic, a Slice of a position buffer to seq_len,
+    an Expand to Shape(x), a Range to seq_len) computes them at run time: the .dtm matches ONNX Runtime at sizes
+    other than the import's."""
+    from onnx import TensorProto, helper, numpy_helper
+
+    buf = np.arange(64, dtype=np.float32).reshape(1, 64) * 0.25
+    nodes = [
+        helper.make_node("Shape", ["x"], ["sh"]),
+        helper.make_node("Gather", ["sh", "one"], ["seq"], axis=0),
+        helper.make_node("Cast", ["seq"], ["seq_f"], to=TensorProto.FLOAT),
+        helper.make_node("Mul", ["x", "seq_f"], ["a"]),                              # x * seq_len
+        helper.make_node("Unsqueeze", ["seq", "zero1"], ["seq1"]),
+        helper.make_node("Slice", ["buf", "zero1", "seq1", "one1"], ["pos"]),      # buf[:, :seq_len]
+        helper.make_node("Add", ["a", "pos"], ["b"]),
+        helper.make_node("Range", ["zero", "seq", "one"], ["r"]),                  # arange(seq_len)
+        helper.make_node("Cast", ["r"], ["r_f"], to=TensorProto.FLOAT),
+        helper.make_node("Add", ["b", "r_f"], ["c"]),
+        helper.make_node("Expand", ["half", "sh"], ["e"]),                         # 0.5 broadcast to x's shape
+        helper.make_node("Mul", ["c", "e"], ["d"]),
+        helper.make_node("Shape", ["x"], ["bt"], start=0, end=1),                  # batch * seq as one size
+        helper.make_node("Mul", ["bt", "seq1"], ["n"]),
+        helper.make_node("Reshape", ["d", "n"], ["y"]),
+    ]
+    inits = [numpy_helper.from_array(a, n) for n, a in (
+        ("buf", buf), ("one", np.array(1, np.int64)), ("zero", np.array(0, np.int64)),
+        ("zero1", np.array([0], np.int64)), ("one1", np.array([1], np.int64)), ("half", np.array([0.5], np.float32)))]
+    graph = helper.make_graph(nodes, "sizes_as_data", [helper.make_tensor_value_info("x", TensorProto.FLOAT,
+                                                                                     ["batch", "seq"])],
+                              [helper.make_tensor_value_info("y", TensorProto.FLOAT, ["n"])], inits)
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 18)])
+    model.ir_version = 8
+    src = save(model, tmp_path / "m.onnx")
+    report = don.import_model(src, tmp_path / "m.dtm")
+    assert report.input_shapes == {"x": ["batch", "seq"]}
+    for b, q in ((1, 1), (3, 7), (2, 40), (5, 2)):
+        feeds = {"x": R.standard_normal((b, q)).astype(np.float32)}
+        (got,), (ref,) = dtm_run(tmp_path / "m.dtm", feeds), ort_run(src, feeds)
+        assert got.shape == (b * q,)
+        assert_close(got, ref)

@@ -175,9 +175,75 @@ def dropout(ctx: Ctx) -> Sequence[Value | None]:
 _COMPARE = {"Equal": "equal", "Less": "less", "Greater": "greater"}
 
 
+def _true(ctx: Ctx) -> Value:
+    return ctx.constant(np.array(True))
+
+
+def _false(ctx: Ctx) -> Value:
+    return ctx.constant(np.array(False))
+
+
+def _not(ctx: Ctx, x: Value) -> Value:
+    return ctx.emit1("where", [x, _false(ctx), _true(ctx)])
+
+
+def _bool_inputs(ctx: Ctx, n: int) -> list[Value]:
+    xs = [ctx.input(i) for i in range(n)]
+    for i, x in enumerate(xs):
+        if np.dtype(x.dtype) != np.bool_:
+            raise ctx.fail(f"input {i} is {np.dtype(x.dtype).name}; {ctx.op_type} takes bool tensors")
+    return xs
+
+
 @translates(*_COMPARE)
 def compare(ctx: Ctx) -> Sequence[Value]:
-    return [ctx.emit1(_COMPARE[ctx.op_type], [ctx.input(0), ctx.input(1)])]
+    a, b = ctx.input(0), ctx.input(1)
+    if ctx.op_type == "Equal" and np.dtype(a.dtype) == np.bool_:  # a == b of bools: b where a, else not b
+        return [ctx.emit1("where", [a, b, _not(ctx, b)])]
+    return [ctx.emit1(_COMPARE[ctx.op_type], [a, b])]
+
+
+@translates("GreaterOrEqual", "LessOrEqual")
+def compare_or_equal(ctx: Ctx) -> Sequence[Value]:
+    """a >= b as (a > b) or (a == b), exactly: a NaN compares false either way, so it is not the negation of <."""
+    a, b = ctx.input(0), ctx.input(1)
+    strict = ctx.emit1("greater" if ctx.op_type == "GreaterOrEqual" else "less", [a, b])
+    return [ctx.emit1("where", [strict, _true(ctx), ctx.emit1("equal", [a, b])])]
+
+
+@translates("Not")
+def not_(ctx: Ctx) -> Sequence[Value]:
+    return [_not(ctx, _bool_inputs(ctx, 1)[0])]
+
+
+@translates("And", "Or", "Xor")
+def logical(ctx: Ctx) -> Sequence[Value]:
+    a, b = _bool_inputs(ctx, 2)
+    if ctx.op_type == "And":
+        return [ctx.emit1("where", [a, b, _false(ctx)])]
+    if ctx.op_type == "Or":
+        return [ctx.emit1("where", [a, _true(ctx), b])]
+    return [ctx.emit1("where", [a, _not(ctx, b), b])]
+
+
+@translates("IsNaN")
+def isnan(ctx: Ctx) -> Sequence[Value]:
+    x = ctx.input(0)
+    return [_not(ctx, ctx.emit1("equal", [x, x]))]  # NaN is the one value unequal to itself
+
+
+@translates("IsInf")
+def isinf(ctx: Ctx) -> Sequence[Value]:
+    x = ctx.input(0)
+    if np.dtype(x.dtype).kind != "f":
+        raise ctx.fail(f"IsInf of {np.dtype(x.dtype).name}; it takes float tensors")
+    pos, neg = bool(ctx.attr("detect_positive", 1)), bool(ctx.attr("detect_negative", 1))
+    inf = ctx.constant(np.array(np.inf, dtype=x.dtype))
+    if pos and neg:
+        return [ctx.emit1("equal", [ctx.emit1("abs", [x]), inf])]
+    if pos or neg:
+        return [ctx.emit1("equal", [x, inf if pos else ctx.constant(np.array(-np.inf, dtype=x.dtype))])]
+    return [ctx.emit1("where", [ctx.emit1("equal", [x, x]), _false(ctx), _false(ctx)])]  # neither: all false
 
 
 @translates("Where")

@@ -170,6 +170,8 @@ def slice_(ctx: Ctx) -> Sequence[Value]:
     axes = norm_axes(ctx, axes, len(shape))
     if any(s == 0 for s in steps):
         raise ctx.fail("a step is 0")
+    if ctx.varying & {1, 2, 3, 4}:
+        return [_slice_following(ctx, x, axes, starts, ends, steps)]
     pos = [(a, s, e, st) for a, s, e, st in zip(axes, starts, ends, steps) if st > 0]
     y = x
     if pos:
@@ -182,6 +184,26 @@ def slice_(ctx: Ctx) -> Sequence[Value]:
         idx = np.arange(shape[a], dtype=np.int64)[slice(s, e, st)]
         y = ctx.emit1("index_select", [y, ctx.constant(idx)], {"axis": a})
     return [y]
+
+
+def _slice_following(ctx: Ctx, x: Value, axes: list[int], starts: list[int], ends: list[int],
+                     steps: list[int]) -> Value:
+    """A slice whose bounds follow a dynamic dimension (e.g. a position-id buffer cut to the sequence length,
+    buffer[:, :seq]): per axis, an index_select of an arange whose length the dynamic-dimension merge ties to that
+    dimension. Its start and step must not change with the dimension."""
+    y = x
+    shape = ctx.shape(x)
+    for a, s, e, st in zip(axes, starts, ends, steps):
+        idx = np.arange(shape[a], dtype=np.int64)[slice(s, e, st)]
+        if len(idx) == shape[a] and st == 1:
+            continue
+        if len(idx) == 0:
+            y = _slice_axis(ctx, y, a, 0, 0)
+            continue
+        first = ctx.constant(np.array(idx[0], dtype=np.int64))
+        y = ctx.emit1("index_select", [y, ctx.emit1("arange", [first], {"shape": [len(idx)], "step": float(st)})],
+                      {"axis": a})
+    return y
 
 
 @translates("Gather")
