@@ -77,6 +77,25 @@ Status adaptive_run(const char* op, const KernelContext& ctx, const TensorView* 
   return Status::Ok();
 }
 
+// The window geometry of a max_pool2d node whose shapes infer accepted (the attributes kernel, stride, padding,
+// dilation; the output size from the output shape): what the ISA kernel sets read, without the portable kernel's
+// checks and messages.
+struct MaxPoolGeometry {
+  int64_t n, c, h, w, kh, kw, sh, sw, ph, pw, dh, dw, oh, ow;
+};
+
+inline Status max_pool_geometry(const char* op, const Attrs& attrs, const TensorView& x, const Shape& out,
+                                MaxPoolGeometry* g) {
+  int64_t k[2] = {}, s[2] = {}, p[2] = {}, d[2] = {};
+  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "kernel", 2, k, nullptr));
+  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "stride", 2, s, k));
+  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "padding", 2, p, nullptr));
+  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "dilation", 2, d, nullptr));
+  *g = MaxPoolGeometry{x.shape.dims[0], x.shape.dims[1], x.shape.dims[2], x.shape.dims[3], k[0], k[1], s[0], s[1],
+                       p[0], p[1], d[0], d[1], out.dims[2], out.dims[3]};
+  return Status::Ok();
+}
+
 }  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch

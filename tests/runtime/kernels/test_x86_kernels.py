@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from .helpers import _C, assert_close, rand
 
-X86_OPS = ("conv2d", "linear", "matmul")
+X86_OPS = ("conv2d", "linear", "matmul", "max_pool2d")
 
 
 def _x86_active() -> tuple[bool, str]:
@@ -135,6 +135,55 @@ def test_x86_special_values_match_portable():
     z[1] = -0.0
     _check("matmul", {}, [z, -np.ones((9, 17), np.float32)])
     _check("linear", dict(activation="relu"), [a, b.T.copy(), None])
+
+
+# (n, c, h, w, kernel, stride, padding, dilation, ceil_mode): stride 1 and 2 (plain loads), others (gathers), widths
+# that leave a partial vector, padding on both edges, dilation, ceil_mode windows that run past the input.
+POOL = [
+    (1, 3, 112, 112, (3, 3), (2, 2), (1, 1), (1, 1), 0),   # ResNet's stem pool
+    (2, 4, 17, 19, (3, 3), (1, 1), (1, 1), (1, 1), 0),
+    (1, 2, 9, 37, (2, 2), (2, 2), (0, 0), (1, 1), 1),
+    (1, 5, 13, 29, (3, 2), (3, 3), (1, 1), (2, 1), 1),
+    (1, 2, 7, 8, (1, 1), (1, 1), (0, 0), (1, 1), 0),
+    (3, 1, 11, 5, (5, 3), (2, 1), (2, 1), (1, 2), 0),
+    (1, 1, 1, 1, (1, 1), (1, 1), (0, 0), (1, 1), 0),
+    (1, 2, 6, 40, (2, 4), (1, 4), (1, 2), (1, 1), 1),
+]
+
+
+@pytest.mark.parametrize("case", POOL)
+def test_max_pool2d_x86_equals_portable(case):
+    n, c, h, w, k, s, p, d, ceil = case
+    rng = np.random.default_rng(h * 100 + w)
+    x = rand(rng, n, c, h, w)
+    attrs = dict(kernel=list(k), stride=list(s), padding=list(p), dilation=list(d), ceil_mode=ceil)
+    got = _check("max_pool2d", attrs, [x])
+    assert_close(got, F.max_pool2d(torch.tensor(x), k, s, p, d, ceil_mode=bool(ceil)).numpy())
+
+
+def test_max_pool2d_x86_keeps_portable_ties_and_nans():
+    # ties keep the first tap (-0 before +0 and +0 before -0); a window's last NaN wins, payload included
+    x = np.zeros((1, 2, 6, 20), np.float32)
+    x[0, 0, :, ::2] = -0.0
+    x[0, 1, ::3, 1::3] = -0.0
+    bits = x.view(np.uint32)
+    bits[0, 0, 2, 5] = 0x7FC00001
+    bits[0, 0, 3, 5] = 0xFFC00002
+    bits[0, 1, 4, 9] = 0x7FA00003
+    x[0, 1, 0, 0] = -np.inf
+    for attrs in (dict(kernel=[3, 3], stride=[1, 1], padding=[1, 1], dilation=[1, 1], ceil_mode=0),
+                  dict(kernel=[2, 3], stride=[2, 2], padding=[1, 1], dilation=[1, 1], ceil_mode=1),
+                  dict(kernel=[3, 3], stride=[3, 3], padding=[0, 1], dilation=[1, 1], ceil_mode=0)):
+        one, ref = _both("max_pool2d", attrs, [x])
+        assert one.tobytes() == ref.tobytes()
+
+
+def test_max_pool2d_x86_errors_are_portables():
+    x = np.zeros((1, 1, 2, 2), np.float32)
+    for attrs, words in ((dict(kernel=[5, 5], stride=[1, 1], padding=[0, 0], dilation=[1, 1], ceil_mode=0), "too small"),
+                         (dict(kernel=[2, 2], stride=[0, 1], padding=[0, 0], dilation=[1, 1], ceil_mode=0), "'stride' is 0")):
+        with pytest.raises(Exception, match=words):
+            _C.run_kernel("max_pool2d", attrs, [x], kernel_set="x86")
 
 
 def test_unknown_kernel_set_is_an_error():
