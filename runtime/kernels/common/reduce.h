@@ -75,8 +75,46 @@ inline void reduce_walk(const ReducePlan& p, const Shape& s, F f) {
   }
 }
 
-// acc[o] = sum of the inputs that reduce to output o (acc: numel(out) doubles of scratch).
+// Whether the reduced dims are the trailing ones (and at least one): each output then sums a contiguous run of
+// p.count inputs (a global average pool over (H, W), a mean over the last axis).
+inline bool reduce_is_trailing(const ReducePlan& p, const Shape& s) {
+  int d = s.ndim;
+  while (d > 0 && p.reduced[d - 1]) --d;
+  if (d == s.ndim) return false;
+  for (int e = 0; e < d; ++e)
+    if (p.reduced[e]) return false;
+  return true;
+}
+
+// acc[o] = sum of the inputs that reduce to output o (acc: numel(out) doubles of scratch), each output's inputs
+// added in row-major order. Trailing reductions sum four outputs side by side (four independent chains of adds
+// instead of one; every output keeps its own order, so the bits are those of the element-by-element walk).
 inline void reduce_sum(const ReducePlan& p, const Shape& s, const float* x, double* acc, int64_t out_numel) {
+  if (reduce_is_trailing(p, s) && s.numel() > 0) {
+    const int64_t m = p.count;
+    int64_t o = 0;
+    for (; o + 4 <= out_numel; o += 4) {
+      const float* r0 = x + o * m;
+      const float *r1 = r0 + m, *r2 = r1 + m, *r3 = r2 + m;
+      double a0 = 0.0, a1 = 0.0, a2 = 0.0, a3 = 0.0;
+      for (int64_t i = 0; i < m; ++i) {
+        a0 += r0[i];
+        a1 += r1[i];
+        a2 += r2[i];
+        a3 += r3[i];
+      }
+      acc[o] = a0;
+      acc[o + 1] = a1;
+      acc[o + 2] = a2;
+      acc[o + 3] = a3;
+    }
+    for (; o < out_numel; ++o) {
+      double a = 0.0;
+      for (int64_t i = 0; i < m; ++i) a += x[o * m + i];
+      acc[o] = a;
+    }
+    return;
+  }
   for (int64_t i = 0; i < out_numel; ++i) acc[i] = 0.0;
   reduce_walk(p, s, [&](int64_t o, int64_t i) { acc[o] += x[i]; });
 }

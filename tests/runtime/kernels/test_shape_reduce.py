@@ -273,3 +273,24 @@ def test_shape_of_a_scalar_and_its_errors():
         run("shape", dict(start=-9, end=8), [np.zeros(3, np.float32)])
     with pytest.raises(ValueError, match=r"shape: output 0 is declared float32"):
         _C.run_kernel("shape", dict(start=0, end=8), [np.zeros(3, np.float32)], output_dtypes=["float32"])
+
+
+@pytest.mark.parametrize("shape,axes", [((2, 5, 3, 7), [2, 3]), ((6, 33), [1]), ((3, 4, 5), [0, 1, 2]), ((5, 4, 3), [0]),
+                                        ((4, 6, 5), [1]), ((7, 3, 2), [1, 2])])
+@pytest.mark.parametrize("op", ["sum", "mean"])
+def test_sum_and_mean_add_each_output_in_row_major_order_in_double(shape, axes, op):
+    # The spec of the portable reductions: each output's inputs added one by one, in row-major order, in float64
+    # (then divided once for mean). Trailing reductions run four outputs side by side; the bits stay the same.
+    rng = np.random.default_rng(len(shape) * 10 + axes[0])
+    x = (rng.standard_normal(shape) * np.exp(rng.uniform(-12, 12, shape))).astype(np.float32)
+    got = run(op, dict(axes=axes, keepdim=0), [x])
+    moved = np.moveaxis(x, axes, list(range(x.ndim - len(axes), x.ndim)))
+    rows = moved.reshape(-1, int(np.prod([shape[a] for a in axes])))
+    want = []
+    for r in rows:
+        acc = 0.0
+        for v in r.tolist():
+            acc += v
+        want.append(acc / len(r) if op == "mean" else acc)
+    want = np.asarray(want, np.float64).astype(np.float32).reshape(got.shape)
+    assert got.tobytes() == want.tobytes()
