@@ -44,10 +44,6 @@ constexpr int64_t kNB = 128; // columns of a work unit (8 panels)
 // k-major: B[k][j] at panel + k * kNR + j % kNR; pad columns must be finite, e.g. 0).
 inline int64_t packed_b_floats(int64_t K, int64_t N) { return ceil_div(N, kNR) * kNR * K; }
 
-inline __m256i lane_mask(int n) {  // lanes [0, n) set (n may be <= 0 or >= 8)
-  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
-}
-
 // MR x 16 tile: c[r][h] lanes = sum over k ascending of A[r * lda + k] * B[k * ldb + 8h + lane].
 // MASKED: columns outside (m0, m1) are read as 0 (the right edge of an unpacked B).
 template <int MR, bool MASKED>

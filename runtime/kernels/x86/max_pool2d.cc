@@ -53,7 +53,7 @@ void plane(const kernels::MaxPoolGeometry& g, const float* xp, float* yp) {
   for (int64_t oh = 0; oh < g.oh; ++oh) {
     for (int64_t ow0 = 0; ow0 < g.ow; ow0 += 8) {
       const int nq = static_cast<int>(g.ow - ow0 < 8 ? g.ow - ow0 : 8);
-      const __m256i q_ok = _mm256_cmpgt_epi32(_mm256_set1_epi32(nq), lanes);
+      const __m256i q_ok = kernels::x86::lane_mask(nq);
       // input column of lane l at tap column 0: (ow0 + l) * sw - pw
       const __m256i col0 = _mm256_sub_epi32(
           _mm256_mullo_epi32(_mm256_add_epi32(_mm256_set1_epi32(static_cast<int32_t>(ow0)), lanes),

@@ -38,6 +38,20 @@ __attribute__((target("no-sse3"), noinline)) inline bool x86_avx2_fma_supported(
 }  // namespace kernels
 }  // namespace dtorch
 
+#include <immintrin.h>
+
+namespace dtorch {
+namespace kernels {
+namespace x86 {
+
+inline __m256i lane_mask(int n) {  // lanes [0, n) set (n may be <= 0 or >= 8)
+  return _mm256_cmpgt_epi32(_mm256_set1_epi32(n), _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7));
+}
+
+}  // namespace x86
+}  // namespace kernels
+}  // namespace dtorch
+
 // DTORCH_REGISTER_X86_KERNEL: as DTORCH_REGISTER_KERNEL, in the "x86" set, and only on AVX2+FMA CPUs.
 // One per file (the registration function has a fixed name inside the file).
 #define DTORCH_REGISTER_X86_KERNEL(op, dtype, infer, run)                                                     \
