@@ -72,10 +72,7 @@ struct Im2col {
   static constexpr int kNR = k2::kNR, kNV = k2::kNV;
   static constexpr int kMaxRuns = kNR;  // a run holds at least one position
 
-  struct Run {
-    int64_t oh, ow;  // the output row and column of its first position
-    int a, b;        // its panel lanes [a, b)
-  };
+  using Run = kernels::ConvRun;
   struct Load {       // one vector's load of one run, for one tap
     __m256i m0, m1;   // kept lanes (stride 2: of floats [0, 8) and [8, 16))
     __m256i mo;       // kept lanes of the vector
@@ -94,13 +91,7 @@ struct Im2col {
   void runs(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
     const Geo& G = *g;
     Run runs[kMaxRuns];
-    int n_runs = 0;
-    for (int q = 0; q < nr;) {
-      const int64_t p = j0 + q, oh = p / G.ow, ow = p % G.ow;
-      const int len = static_cast<int>(G.ow - ow < nr - q ? G.ow - ow : nr - q);
-      runs[n_runs++] = Run{oh, ow, q, q + len};
-      q += len;
-    }
+    const int n_runs = kernels::conv_panel_runs(G, j0, nr, runs, kMaxRuns);
     const int64_t taps = G.kh * G.kw, plane = G.h * G.w;
     const int64_t c_begin = k0 / taps, c_end = (k0 + kc - 1) / taps + 1;  // channels with rows in [k0, k0 + kc)
     const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
@@ -130,23 +121,14 @@ struct Im2col {
       }
       for (int v = 0; v < kNV; ++v) n_loads[v] = 0;
       for (int k = 0; k < n_runs; ++k) {
-        const Run& ru = runs[k];
-        const int64_t ih = ru.oh * G.sh - G.pt + i * G.dh;
-        if (ih < 0 || ih >= G.h) continue;
-        const int64_t iw0 = ru.ow * SW - G.pl + j * G.dw;  // input column of lane a
-        // lanes a + u, u in [lo, hi), read columns iw0 + u * SW inside [0, W) (SW = 1 or 2: no division)
-        const int64_t len = ru.b - ru.a;
-        int64_t lo = iw0 >= 0 ? 0 : (SW == 1 ? -iw0 : (1 - iw0) >> 1);
-        int64_t hi = G.w - 1 - iw0 < 0 ? 0 : (SW == 1 ? G.w - iw0 : ((G.w - 1 - iw0) >> 1) + 1);
-        if (hi > len) hi = len;
-        if (lo >= hi) continue;
-        const int qa = ru.a + static_cast<int>(lo), qb = ru.a + static_cast<int>(hi);
-        const int64_t lane0 = ih * G.w + iw0 - ru.a * SW;  // where lane 0 would read
+        int qa = 0, qb = 0;
+        int64_t lane0 = 0, col0 = 0;  // where panel lane 0 would read, and its input column
+        if (!kernels::conv_run_tap<SW>(G, runs[k], i, j, &qa, &qb, &lane0, &col0)) continue;
         for (int v = qa / 8; v * 8 < qb; ++v) {
           Load& L = loads[v][n_loads[v]++];
           L.off = lane0 + 8 * v * SW;
           const int la = qa - 8 * v, lb = qb - 8 * v;  // kept lanes [la, lb) of this vector (may reach past 0..8)
-          const int64_t first = iw0 + (8 * v - ru.a) * SW;  // input column of this vector's lane 0
+          const int64_t first = col0 + 8 * v * SW;  // input column of this vector's lane 0
           const int64_t last = first + (SW == 1 ? 7 : 15);  // of its last float read by a plain load
           L.full = la <= 0 && lb >= 8 && first >= 0 && last < G.w;
           L.in_plane = L.off >= 0 && L.off + (SW == 1 ? 8 : 16) <= plane;

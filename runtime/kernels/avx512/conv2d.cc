@@ -52,13 +52,93 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
 
 // Columns of one image and group: B[r][q] for kernel row r = (c, i, j) and output position q = (oh, ow) is
 // x[c][oh * sh - pt + i * dh][ow * sw - pl + j * dw], 0 outside the image.
+//
+// Column strides 1 and 2 go tap by tap (i, j): a panel's 32 positions fall into runs that share an output row, and
+// for one tap the part of a run whose inputs lie inside the image reads consecutive floats of one input row
+// (stride 1) or every other one (stride 2). Each 16-lane vector is then one masked load per run it meets (usually
+// one; two or three where the panel crosses output rows); AVX-512 masked loads never touch masked-off lanes, so
+// the loads need no bounds of their own. Where they start and which lanes they keep depends on the tap only: it
+// is worked out once per tap and used for every input channel. Other strides gather. Both write the same values.
 struct Im2col {
   const Geo* g;
   const float* x;  // the group's first input channel
+
+  static constexpr int kNR = k5::kNR, kNV = k5::kNR / 16;
+  static constexpr int kMaxRuns = 6;  // runs per panel on the load path: output rows of at least 7 positions
+
+  using Run = kernels::ConvRun;
+  struct Load {       // one vector's load of one run, for one tap
+    int64_t off;      // input offset (within a channel) where lane 0 would read
+    __mmask16 m;      // kept lanes
+  };
+
   void operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
+    Run runs[kMaxRuns];
+    const int n_runs = kernels::conv_panel_runs(*g, j0, nr, runs, kMaxRuns);
+    if (n_runs <= kMaxRuns && g->sw == 1) return loads<1>(runs, n_runs, k0, kc, dst);
+    if (n_runs <= kMaxRuns && g->sw == 2) return loads<2>(runs, n_runs, k0, kc, dst);
+    gather(j0, nr, k0, kc, dst);
+  }
+
+  template <int SW>
+  void loads(const Run* runs, int n_runs, int64_t k0, int64_t kc, float* dst) const {
     const Geo& G = *g;
-    alignas(64) int32_t ih0[k5::kNR], iw0[k5::kNR];
-    for (int q = 0; q < k5::kNR; ++q) {
+    const int64_t taps = G.kh * G.kw, plane = G.h * G.w;
+    const int64_t c_begin = k0 / taps, c_end = (k0 + kc - 1) / taps + 1;  // channels with rows in [k0, k0 + kc)
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    Load loads[kNV][kMaxRuns];  // per vector, the loads of the runs it meets
+    int n_loads[kNV];
+    for (int64_t t = 0; t < taps; ++t) {
+      const int64_t i = t / G.kw, j = t % G.kw;
+      for (int v = 0; v < kNV; ++v) n_loads[v] = 0;
+      for (int k = 0; k < n_runs; ++k) {
+        int qa = 0, qb = 0;
+        int64_t lane0 = 0, col0 = 0;
+        if (!kernels::conv_run_tap<SW>(G, runs[k], i, j, &qa, &qb, &lane0, &col0)) continue;
+        for (int v = qa / 16; v * 16 < qb; ++v) {
+          Load& L = loads[v][n_loads[v]++];
+          L.off = lane0 + 16 * v * SW;
+          L.m = static_cast<__mmask16>(k5::mask16(qb - 16 * v) & ~k5::mask16(qa - 16 * v));
+        }
+      }
+      for (int64_t c = c_begin; c < c_end; ++c) {
+        const int64_t r = c * taps + t - k0;
+        if (r < 0 || r >= kc) continue;
+        const float* xc = x + c * plane;
+        float* d = dst + r * kNR;
+        for (int v = 0; v < kNV; ++v) {
+          __m512 out = _mm512_setzero_ps();
+          for (int l = 0; l < n_loads[v]; ++l) {
+            const Load& L = loads[v][l];
+            const float* s = xc + L.off;
+            if (SW == 1) {
+              out = _mm512_mask_loadu_ps(out, L.m, s);
+            } else {  // lane u reads float 2u of s[0 .. 32)
+              const __m512 lo = _mm512_maskz_loadu_ps(spread_even(L.m), s);
+              const __m512 hi = _mm512_maskz_loadu_ps(spread_even(static_cast<__mmask16>(L.m >> 8)), s + 16);
+              out = _mm512_mask_mov_ps(out, L.m, _mm512_permutex2var_ps(lo, even, hi));
+            }
+          }
+          _mm512_store_ps(d + 16 * v, out);
+        }
+      }
+    }
+  }
+
+  // Bits [0, 8) of m moved to the even bits of 16: lane u of a stride-2 vector reads float 2u.
+  static __mmask16 spread_even(__mmask16 m) {
+    uint32_t b = m & 0xFFu;
+    b = (b | (b << 4)) & 0x0F0Fu;
+    b = (b | (b << 2)) & 0x3333u;
+    b = (b | (b << 1)) & 0x5555u;
+    return static_cast<__mmask16>(b);
+  }
+
+  // Other strides, and panels that cross more output rows than kMaxRuns: masked gathers.
+  void gather(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
+    const Geo& G = *g;
+    alignas(64) int32_t ih0[kNR], iw0[kNR];
+    for (int q = 0; q < kNR; ++q) {
       const int64_t p = j0 + (q < nr ? q : 0);
       ih0[q] = static_cast<int32_t>((p / G.ow) * G.sh - G.pt);
       iw0[q] = static_cast<int32_t>((p % G.ow) * G.sw - G.pl);
@@ -79,7 +159,7 @@ struct Im2col {
       const __mmask16 mb = nb & _mm512_cmplt_epu32_mask(ihb, H) & _mm512_cmplt_epu32_mask(iwb, W);
       const __m512i ia = _mm512_add_epi32(_mm512_mullo_epi32(iha, W), iwa);
       const __m512i ib = _mm512_add_epi32(_mm512_mullo_epi32(ihb, W), iwb);
-      float* d = dst + r * k5::kNR;
+      float* d = dst + r * kNR;
       _mm512_store_ps(d, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), ma, ia, xc, 4));
       _mm512_store_ps(d + 16, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mb, ib, xc, 4));
       if (++j == G.kw) {

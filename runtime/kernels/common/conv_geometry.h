@@ -96,6 +96,52 @@ inline void conv_valid_range(int64_t off, int64_t stride, int64_t size, int64_t 
   *hi = h;
 }
 
+// The im2col fills of the FMA sets read a GEMM column panel (output positions [j0, j0 + nr)) as runs of
+// positions that share an output row: for one tap, the part of a run inside the image reads evenly spaced floats
+// of one input row, so a vector of it is one (masked) load.
+struct ConvRun {
+  int64_t oh, ow;  // the output row and column of its first position
+  int a, b;        // its panel lanes [a, b)
+};
+
+// Splits positions [j0, j0 + nr) into runs; returns how many, or max_runs + 1 when there are more (then only the
+// first max_runs are written).
+inline int conv_panel_runs(const ConvGeometry& g, int64_t j0, int nr, ConvRun* runs, int max_runs) {
+  int n = 0;
+  for (int q = 0; q < nr; ++n) {
+    if (n == max_runs) return max_runs + 1;
+    const int64_t p = j0 + q, oh = p / g.ow, ow = p % g.ow;
+    const int len = static_cast<int>(g.ow - ow < nr - q ? g.ow - ow : nr - q);
+    runs[n] = ConvRun{oh, ow, q, q + len};
+    q += len;
+  }
+  return n;
+}
+
+// For tap (i, j) and column stride SW (1 or 2: no division): the lanes [*qa, *qb) of run `ru` whose inputs lie
+// inside the image, and where panel lane 0 would read (*lane0, an offset in a channel's plane; lane q reads
+// *lane0 + q * SW; *col0: the input column of that offset). False when the run reads nothing (its input row is
+// padding, or every column is).
+template <int SW>
+inline bool conv_run_tap(const ConvGeometry& g, const ConvRun& ru, int64_t i, int64_t j, int* qa, int* qb,
+                         int64_t* lane0, int64_t* col0) {
+  static_assert(SW == 1 || SW == 2, "column stride 1 or 2");
+  const int64_t ih = ru.oh * g.sh - g.pt + i * g.dh;
+  if (ih < 0 || ih >= g.h) return false;
+  const int64_t iw0 = ru.ow * SW - g.pl + j * g.dw;  // input column of lane a
+  // lanes a + u, u in [lo, hi), read columns iw0 + u * SW inside [0, W)
+  const int64_t len = ru.b - ru.a;
+  const int64_t lo = iw0 >= 0 ? 0 : (SW == 1 ? -iw0 : (1 - iw0) >> 1);
+  int64_t hi = g.w - 1 - iw0 < 0 ? 0 : (SW == 1 ? g.w - iw0 : ((g.w - 1 - iw0) >> 1) + 1);
+  if (hi > len) hi = len;
+  if (lo >= hi) return false;
+  *qa = ru.a + static_cast<int>(lo);
+  *qb = ru.a + static_cast<int>(hi);
+  *col0 = iw0 - ru.a * SW;
+  *lane0 = ih * g.w + *col0;
+  return true;
+}
+
 }  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch

@@ -5,7 +5,8 @@ above the bit-exact sets (x86, portable) on CPUs that have its ISA.
 Their documented tolerance (runtime/kernels/<set>/<set>.h): within 1e-5 x the output scale of a float64
 reference; identical bits for any thread count. The shapes below hit every edge of their GEMMs (partial row tiles,
 partial column panels, K blocks of 256), their im2col fills (padding, stride, dilation, asymmetric padding; the
-avx2 set's plain-load runs inside one output row and its gathers across rows), grouped convolutions and the
+masked-load runs inside one output row, the avx2 set's gathers across rows, the avx512 set's gathers where a panel
+meets more than 6 output rows), grouped convolutions and the
 depthwise kernels (stride 1 and 2 interior loads, border gathers, widths below one vector).
 
 A set this CPU lacks is skipped with the reason printed: QEMU cannot emulate AVX-512, so on an AVX2-only machine
@@ -89,6 +90,8 @@ CONV = [  # (N, C, H, W, O, kh, kw, stride, padding(t,b,l,r), dilation, groups)
     (1, 4, 9, 50, 5, 3, 3, (1, 1), (0, 0, 0, 0), (1, 1), 1),       # OW = 48, unpadded: plain-load runs
     (2, 6, 7, 9, 13, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),       # OW = 9 < a panel: rows change inside panels
     (1, 2, 6, 100, 3, 1, 3, (1, 2), (0, 0, 0, 1), (1, 1), 1),      # stride 2 runs ending at the padded edge
+    (1, 5, 9, 5, 7, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),        # OW = 5: avx512 panels of 7 rows gather, 4 load
+    (1, 4, 23, 21, 6, 3, 3, (2, 2), (2, 1, 1, 2), (2, 2), 1),      # OW = 10, stride 2, dilated: runs across rows
     (1, 5, 13, 8, 5, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 5),       # depthwise 3x3, one vector a row: 6-row blocks
     (1, 3, 11, 16, 3, 3, 3, (1, 1), (0, 2, 2, 0), (1, 1), 3),      # depthwise 3x3, 2 vectors x 3 rows, asymmetric
     (2, 4, 9, 120, 4, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 4),      # depthwise 3x3, 15 vectors: 6 + 6 + 3 per row
