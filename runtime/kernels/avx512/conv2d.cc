@@ -7,6 +7,9 @@
 // columns, which the GEMM's fill step gathers block by block (32 output positions x up to 256 kernel rows) into a
 // buffer that stays in L1: the columns are never written to memory. Bias and the fused activation are applied in
 // the GEMM (bias first, then the taps). A 1x1 stride-1 unpadded convolution copies input rows instead of gathering.
+// Small maps (7 x 7, 14 x 14), whose positions fill the tile's 32 columns badly, run the transposed product: output
+// channels across the columns, the columns' transpose packed in 12-position panels, then Y^T transposed in
+// registers into Y; the packed weights serve both orientations and the bits are the same (see `transposed`).
 // Depthwise convolutions (one input channel per group, one output channel per group): a direct kernel, 16 output
 // columns per vector, taps in (row, column) order with one FMA each starting from the bias (see depthwise_plane).
 // Threads split GEMM work units or output planes only.
@@ -33,9 +36,7 @@ const KernelDef* fallback() {
 
 using Geo = kernels::FmaConvGeometry;  // read after the fallback's infer accepted the node
 
-size_t gemm_scratch(const Geo& g) {  // the packed weights of every group
-  return static_cast<size_t>(k5::packed_a_floats(g.og, g.cg * g.kh * g.kw) * g.groups) * sizeof(float);
-}
+size_t gemm_scratch(const Geo& g);  // below, with the GEMM
 
 Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
   const KernelDef* f = fallback();
@@ -61,7 +62,9 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
 // is worked out once per tap and used for every input channel. Other strides gather. Both write the same values.
 struct Im2col {
   const Geo* g;
-  const float* x;  // the group's first input channel
+  const float* x;   // the group's first input channel
+  int64_t ld = k5::kNR;  // floats from one row of dst to the next: kNR (a B block), or kMR (a panel of the
+                         // transposed product's A: then nr <= kMR and only lanes [0, kMR) are stored)
 
   static constexpr int kNR = k5::kNR, kNV = k5::kNR / 16;
   static constexpr int kMaxRuns = 6;  // runs per panel on the load path: output rows of at least 7 positions
@@ -72,12 +75,24 @@ struct Im2col {
     __mmask16 m;      // kept lanes
   };
 
-  void operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
+  const float* operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
     Run runs[kMaxRuns];
     const int n_runs = kernels::conv_panel_runs(*g, j0, nr, runs, kMaxRuns);
-    if (n_runs <= kMaxRuns && g->sw == 1) return loads<1>(runs, n_runs, k0, kc, dst);
-    if (n_runs <= kMaxRuns && g->sw == 2) return loads<2>(runs, n_runs, k0, kc, dst);
-    gather(j0, nr, k0, kc, dst);
+    if (n_runs <= kMaxRuns && g->sw == 1)
+      loads<1>(runs, n_runs, k0, kc, dst);
+    else if (n_runs <= kMaxRuns && g->sw == 2)
+      loads<2>(runs, n_runs, k0, kc, dst);
+    else
+      gather(j0, nr, k0, kc, dst);
+    return dst;
+  }
+
+  // Stores vector v of a row (lanes [16 v, 16 v + 16) cut at ld).
+  void store(float* d, int v, __m512 val) const {
+    if (ld == kNR)
+      _mm512_store_ps(d + 16 * v, val);
+    else if (16 * v < ld)
+      _mm512_mask_storeu_ps(d + 16 * v, k5::mask16(static_cast<int>(ld) - 16 * v), val);
   }
 
   template <int SW>
@@ -105,7 +120,7 @@ struct Im2col {
         const int64_t r = c * taps + t - k0;
         if (r < 0 || r >= kc) continue;
         const float* xc = x + c * plane;
-        float* d = dst + r * kNR;
+        float* d = dst + r * ld;
         for (int v = 0; v < kNV; ++v) {
           __m512 out = _mm512_setzero_ps();
           for (int l = 0; l < n_loads[v]; ++l) {
@@ -119,7 +134,7 @@ struct Im2col {
               out = _mm512_mask_mov_ps(out, L.m, _mm512_permutex2var_ps(lo, even, hi));
             }
           }
-          _mm512_store_ps(d + 16 * v, out);
+          store(d, v, out);
         }
       }
     }
@@ -159,9 +174,9 @@ struct Im2col {
       const __mmask16 mb = nb & _mm512_cmplt_epu32_mask(ihb, H) & _mm512_cmplt_epu32_mask(iwb, W);
       const __m512i ia = _mm512_add_epi32(_mm512_mullo_epi32(iha, W), iwa);
       const __m512i ib = _mm512_add_epi32(_mm512_mullo_epi32(ihb, W), iwb);
-      float* d = dst + r * kNR;
-      _mm512_store_ps(d, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), ma, ia, xc, 4));
-      _mm512_store_ps(d + 16, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mb, ib, xc, 4));
+      float* d = dst + r * ld;
+      store(d, 0, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), ma, ia, xc, 4));
+      store(d, 1, _mm512_mask_i32gather_ps(_mm512_setzero_ps(), mb, ib, xc, 4));
       if (++j == G.kw) {
         j = 0;
         if (++i == G.kh) {
@@ -176,24 +191,68 @@ struct Im2col {
 // 1x1, stride 1, no padding: B[r][q] = x[r][q] (the input plane is the column matrix).
 struct Rows {
   const float* x;
-  int64_t ld;  // H * W
-  void operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
+  int64_t hw;             // H * W
+  int64_t ld = k5::kNR;   // as Im2col::ld
+  const float* operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
     const __mmask16 ma = k5::mask16(nr), mb = k5::mask16(nr - 16);
     for (int64_t r = 0; r < kc; ++r) {
-      const float* s = x + (k0 + r) * ld + j0;
-      _mm512_store_ps(dst + r * k5::kNR, _mm512_maskz_loadu_ps(ma, s));
-      _mm512_store_ps(dst + r * k5::kNR + 16, _mm512_maskz_loadu_ps(mb, s + 16));
+      const float* s = x + (k0 + r) * hw + j0;
+      if (ld == k5::kNR) {
+        _mm512_store_ps(dst + r * ld, _mm512_maskz_loadu_ps(ma, s));
+        _mm512_store_ps(dst + r * ld + 16, _mm512_maskz_loadu_ps(mb, s + 16));
+      } else {
+        _mm512_mask_storeu_ps(dst + r * ld, k5::mask16(static_cast<int>(ld)), _mm512_maskz_loadu_ps(ma, s));
+      }
     }
+    return dst;
   }
 };
 
-// The weights of every group packed for the GEMM (pack_a panels, group after group): ap must hold gemm_scratch(g).
+// The transposed product's B: the packed weights themselves (kNR-row panels, k-major, read as K x kNR blocks).
+struct Panels {
+  const float* wp;  // the group's packed weights
+  int64_t K;
+  const float* operator()(int64_t j0, int, int64_t k0, int64_t, float*) const { return wp + j0 * K + k0 * k5::kNR; }
+};
+
+// Weights (Og x Cg*kh*kw per group) are packed in panels of kNR = 32 output channels, k-major, which serves both
+// orientations of the GEMM: as its A (Y = W . cols, tiles of 12, 12 and 8 rows per panel) and as its B (the
+// transposed product Y^T = cols^T . W^T, the panel's 32 channels across the register tile's columns).
+constexpr int64_t kWP = k5::kNR;
+
+size_t weight_floats(const Geo& g) { return static_cast<size_t>(k5::packed_a_floats(g.og, g.cg * g.kh * g.kw, kWP)); }
+
+// Which orientation: the register tile's 32 columns run over output positions (Y = W . cols) or, when that
+// wastes more lanes (7 x 7 and 14 x 14 maps: 49 positions fill 64 lanes), over output channels (Y^T = cols^T . W^T
+// into scratch, then transposed). Both start each output at its bias and add the same products in the same
+// order with one FMA each (a fused multiply-add does not depend on the order of its factors): identical bits.
+bool transposed(const Geo& g) {
+  const int64_t ohw = g.oh * g.ow;
+  const int64_t normal = kernels::ceil_div(ohw, k5::kNR) * k5::kNR * g.og;  // tile lanes computed
+  const int64_t swapped = kernels::ceil_div(g.og, k5::kNR) * k5::kNR * ohw;
+  // It pays for packing cols^T and the transposition: a 1x1 convolution, whose normal columns are plain row
+  // copies and whose K is small, needs a larger saving (MobileNetV2's 14 x 14 expansions measured slower at 0.875).
+  return 10 * swapped < (g.pointwise ? 8 : 9) * normal;
+}
+
+// Scratch of the transposed product: cols^T packed in kMR-row panels (pack_a's layout), then Y^T (OH*OW x Og).
+int64_t cols_t_floats(const Geo& g) {
+  return kernels::ceil_div(k5::packed_a_floats(g.oh * g.ow, g.cg * g.kh * g.kw, k5::kMR), 16) * 16;
+}
+
+size_t gemm_scratch(const Geo& g) {  // the packed weights of every group (when not prepared), and the transposed
+  size_t floats = weight_floats(g) * static_cast<size_t>(g.groups);  // product's buffers
+  if (transposed(g)) floats += static_cast<size_t>(cols_t_floats(g) + g.oh * g.ow * g.og);
+  return floats * sizeof(float);
+}
+
+// The weights of every group packed (kWP-row panels, group after group): ap holds weight_floats(g) x groups.
 void pack_weights(ThreadPool* pool, int64_t groups, int64_t og, int64_t kg, const float* w, float* ap) {
-  const int64_t tiles = kernels::ceil_div(og, k5::kMR), per_group = k5::packed_a_floats(og, kg);
-  kernels::parallel_chunks(pool, groups * tiles, 1, [&](int64_t b, int64_t e) {
+  const int64_t panels = kernels::ceil_div(og, kWP), per_group = k5::packed_a_floats(og, kg, kWP);
+  kernels::parallel_chunks(pool, groups * panels, 1, [&](int64_t b, int64_t e) {
     for (int64_t u = b; u < e; ++u) {
-      const int64_t grp = u / tiles, t = u % tiles;
-      k5::pack_a(w + grp * og * kg, kg, 1, og, kg, t, t + 1, ap + grp * per_group);
+      const int64_t grp = u / panels, t = u % panels;
+      k5::pack_a(w + grp * og * kg, kg, 1, og, kg, kWP, t, t + 1, ap + grp * per_group);
     }
   });
 }
@@ -210,33 +269,104 @@ Status prepare(const Attrs& attrs, const TensorView* in, int n_in, void* dst, si
   if (cg == 1 && og == 1) return Status::Ok();  // depthwise
   int64_t kg = 0, floats = 0;
   if (!kernels::checked_mul(cg, kh * kw, &kg) ||
-      !kernels::checked_mul(k5::packed_a_floats(og, kg), groups, &floats) || floats > (int64_t{1} << 40))
+      !kernels::checked_mul(k5::packed_a_floats(og, kg, kWP), groups, &floats) || floats > (int64_t{1} << 40))
     return Status::Ok();
   *bytes = static_cast<size_t>(floats) * sizeof(float);
   if (dst != nullptr) pack_weights(nullptr, groups, og, kg, in[1].as<const float>(), static_cast<float*>(dst));
   return Status::Ok();
 }
 
+// r[i] = row i of a 16 x 16 block; after: r[i] = its column i. (The all-lanes mask forms: GCC 12's plain forms
+// expand _mm512_undefined_ps, which trips -Wmaybe-uninitialized under -Werror.)
+inline void transpose16(__m512 (&r)[16]) {
+  constexpr __mmask16 kAll = 0xFFFF;
+  __m512 t[16];
+  for (int i = 0; i < 8; ++i) {
+    t[2 * i] = _mm512_mask_unpacklo_ps(r[2 * i], kAll, r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm512_mask_unpackhi_ps(r[2 * i], kAll, r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[4 * i + 0] = _mm512_mask_shuffle_ps(t[4 * i], kAll, t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm512_mask_shuffle_ps(t[4 * i], kAll, t[4 * i], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm512_mask_shuffle_ps(t[4 * i + 1], kAll, t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm512_mask_shuffle_ps(t[4 * i + 1], kAll, t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int h = 0; h < 2; ++h)
+    for (int i = 0; i < 4; ++i) {
+      t[8 * h + i] = _mm512_mask_shuffle_f32x4(r[8 * h + i], kAll, r[8 * h + i], r[8 * h + 4 + i], 0x88);
+      t[8 * h + 4 + i] = _mm512_mask_shuffle_f32x4(r[8 * h + i], kAll, r[8 * h + i], r[8 * h + 4 + i], 0xDD);
+    }
+  for (int i = 0; i < 8; ++i) {
+    r[i] = _mm512_mask_shuffle_f32x4(t[i], kAll, t[i], t[8 + i], 0x88);
+    r[8 + i] = _mm512_mask_shuffle_f32x4(t[i], kAll, t[i], t[8 + i], 0xDD);
+  }
+}
+
+// Y^T (ohw x og, row-major) into Y (og x ohw), in 16 x 16 blocks transposed in registers.
+void transpose_out(ThreadPool* pool, const float* yt, int64_t ohw, int64_t og, float* y) {
+  const int64_t blocks = kernels::ceil_div(og, 16);
+  kernels::parallel_chunks(pool, blocks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t ob = b; ob < e; ++ob) {
+      const int64_t o0 = ob * 16;
+      const int no = static_cast<int>(og - o0 < 16 ? og - o0 : 16);
+      const __mmask16 mo = k5::mask16(no);
+      for (int64_t p0 = 0; p0 < ohw; p0 += 16) {
+        const int np = static_cast<int>(ohw - p0 < 16 ? ohw - p0 : 16);
+        __m512 r[16];
+        for (int i = 0; i < 16; ++i)
+          r[i] = i < np ? _mm512_maskz_loadu_ps(mo, yt + (p0 + i) * og + o0) : _mm512_setzero_ps();
+        transpose16(r);
+        const __mmask16 mp = k5::mask16(np);
+        for (int j = 0; j < no; ++j) _mm512_mask_storeu_ps(y + (o0 + j) * ohw + p0, mp, r[j]);
+      }
+    }
+  });
+}
+
 void run_gemm(const KernelContext& ctx, const Geo& g, const float* x, const float* w, const float* bias, float* y) {
   const int64_t kg = g.cg * g.kh * g.kw, ohw = g.oh * g.ow;
-  const int64_t per_group = k5::packed_a_floats(g.og, kg);
+  const int64_t per_group = static_cast<int64_t>(weight_floats(g));
+  const size_t packed_bytes = static_cast<size_t>(per_group * g.groups) * sizeof(float);
+  float* scratch = static_cast<float*>(ctx.scratch);
   const float* ap = static_cast<const float*>(ctx.prepared);
-  if (ap == nullptr || ctx.prepared_bytes != gemm_scratch(g)) {  // not prepared at load: pack into scratch now
-    pack_weights(ctx.pool, g.groups, g.og, kg, w, static_cast<float*>(ctx.scratch));
-    ap = static_cast<const float*>(ctx.scratch);
+  if (ap == nullptr || ctx.prepared_bytes != packed_bytes) {  // not prepared at load: pack into scratch now
+    pack_weights(ctx.pool, g.groups, g.og, kg, w, scratch);
+    ap = scratch;
   }
+  const bool swap = transposed(g);
+  float* cols_t = scratch + per_group * g.groups;  // swap only
+  float* yt = cols_t + cols_t_floats(g);
   for (int64_t n = 0; n < g.n; ++n) {
     for (int64_t grp = 0; grp < g.groups; ++grp) {
       const float* xg = x + (n * g.c + grp * g.cg) * g.h * g.w;
       float* yg = y + (n * g.o + grp * g.og) * ohw;
+      const float* wg = ap + grp * per_group;
       kernels::Epilogue ep;
       ep.bias = bias == nullptr ? nullptr : bias + grp * g.og;
-      ep.bias_per_row = true;
+      ep.bias_per_row = !swap;
       ep.act = g.act;
-      if (g.pointwise)
-        k5::gemm(ctx.pool, g.og, ohw, kg, ap + grp * per_group, Rows{xg, ohw}, yg, ohw, ep);
-      else
-        k5::gemm(ctx.pool, g.og, ohw, kg, ap + grp * per_group, Im2col{&g, xg}, yg, ohw, ep);
+      if (!swap) {
+        if (g.pointwise)
+          k5::gemm(ctx.pool, g.og, ohw, kg, wg, kWP, Rows{xg, ohw}, yg, ohw, ep);
+        else
+          k5::gemm(ctx.pool, g.og, ohw, kg, wg, kWP, Im2col{&g, xg}, yg, ohw, ep);
+        continue;
+      }
+      // cols^T in panels of kMR positions: the fills write each panel's rows kMR floats apart.
+      const int64_t tiles = kernels::ceil_div(ohw, k5::kMR);
+      kernels::parallel_chunks(ctx.pool, tiles, 1, [&](int64_t b, int64_t e) {
+        for (int64_t t = b; t < e; ++t) {
+          const int64_t j0 = t * k5::kMR;
+          const int nr = static_cast<int>(ohw - j0 < k5::kMR ? ohw - j0 : k5::kMR);
+          float* dst = cols_t + t * k5::kMR * kg;
+          if (g.pointwise)
+            Rows{xg, ohw, k5::kMR}(j0, nr, 0, kg, dst);
+          else
+            Im2col{&g, xg, k5::kMR}(j0, nr, 0, kg, dst);
+        }
+      });
+      k5::gemm(ctx.pool, ohw, g.og, kg, cols_t, k5::kMR, Panels{wg, kg}, yt, g.og, ep);
+      transpose_out(ctx.pool, yt, ohw, g.og, yg);
     }
   }
 }

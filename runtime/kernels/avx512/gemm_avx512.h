@@ -1,10 +1,11 @@
 // The AVX-512 FMA GEMM of the avx512 kernel set. Header-only, included by kernels/avx512/*.cc only.
 //
-// C (M x N) = A (M x K) . B (K x N) (+ epilogue), where A is packed once per call (pack_a: panels of kMR rows,
-// k-major) and B is produced block by block by the caller's `fill` function straight into a 32 KiB buffer on the
-// stack (kKC rows x kNR columns, k-major): convolutions write their im2col columns there, so the columns are never
-// materialized in memory. Register tile: kMR = 12 rows x kNR = 32 columns (24 zmm accumulators, 2 zmm of B per k,
-// 12 broadcasts of A).
+// C (M x N) = A (M x K) . B (K x N) (+ epilogue), where A is packed (pack_a: panels of P rows, k-major; P is kMR
+// or kNR) and B is produced block by block by the caller's `fill` function, either straight into a 32 KiB buffer on
+// the stack (kKC rows x kNR columns, k-major: convolutions write their im2col columns there, so the columns are
+// never materialized in memory) or as a pointer to such a block already in memory (a kNR-row panel of a packed A,
+// read as B: the transposed product). Register tile: kMR = 12 rows x kNR = 32 columns (24 zmm accumulators, 2 zmm
+// of B per k, 12 broadcasts of A); a panel of 32 rows is covered by tiles of 12, 12 and 8.
 //
 // Numerics (the avx512 set's contract, kernels/avx512/avx512.h): each C[i][j] starts at its bias (or +0.0f) and
 // adds A[i][k] * B[k][j] with one fused multiply-add per k, k ascending in one float32 accumulator (spilled to C
@@ -35,22 +36,22 @@ constexpr int kMR = 12;        // rows of a register tile (= rows of a packed A 
 constexpr int kNR = 32;        // columns of a register tile (2 zmm) = columns of a B block
 constexpr int64_t kKC = 256;   // rows of a B block: kKC x kNR floats = 32 KiB (L1)
 
-// Floats of the packed A: ceil(M / kMR) panels of K x kMR (A[i][k] at panel i / kMR, k * kMR + i % kMR; rows past
-// M are zero).
-inline int64_t packed_a_floats(int64_t M, int64_t K) { return ceil_div(M, kMR) * kMR * K; }
+// Floats of a packed A: ceil(M / P) panels of K x P (A[i][k] at panel i / P, k * P + i % P; rows past M are zero).
+inline int64_t packed_a_floats(int64_t M, int64_t K, int64_t P) { return ceil_div(M, P) * P * K; }
 
-// Packs panels [t0, t1) of A, where A[i][k] = A[i * rs + k * cs].
-inline void pack_a(const float* A, int64_t rs, int64_t cs, int64_t M, int64_t K, int64_t t0, int64_t t1, float* ap) {
+// Packs panels [t0, t1) of P rows of A, where A[i][k] = A[i * rs + k * cs].
+inline void pack_a(const float* A, int64_t rs, int64_t cs, int64_t M, int64_t K, int64_t P, int64_t t0, int64_t t1,
+                   float* ap) {
   for (int64_t t = t0; t < t1; ++t) {
-    float* dst = ap + t * kMR * K;
-    const int64_t i0 = t * kMR;
-    const int rows = static_cast<int>(M - i0 < kMR ? M - i0 : kMR);
-    for (int r = 0; r < rows; ++r) {
+    float* dst = ap + t * P * K;
+    const int64_t i0 = t * P;
+    const int64_t rows = M - i0 < P ? M - i0 : P;
+    for (int64_t r = 0; r < rows; ++r) {
       const float* src = A + (i0 + r) * rs;
-      for (int64_t k = 0; k < K; ++k) dst[k * kMR + r] = src[k * cs];
+      for (int64_t k = 0; k < K; ++k) dst[k * P + r] = src[k * cs];
     }
-    for (int r = rows; r < kMR; ++r)
-      for (int64_t k = 0; k < K; ++k) dst[k * kMR + r] = 0.0f;
+    for (int64_t r = rows; r < P; ++r)
+      for (int64_t k = 0; k < K; ++k) dst[k * P + r] = 0.0f;
   }
 }
 
@@ -109,11 +110,11 @@ DTORCH_AVX512_INLINE void tile_finish(bool last, int nr, int64_t i0, int64_t j0,
   }
 }
 
-// One register tile over one K block: start, c[r] += ap[k * kMR + r] * bp[k * kNR + lane] for k < kc (k
-// ascending, one FMA per k), finish. The accumulators stay in registers (MR x 2 zmm).
+// One register tile over one K block: start, c[r] += ap[k * P + r] * bp[k * kNR + lane] for k < kc (k ascending,
+// one FMA per k), finish. The accumulators stay in registers (MR x 2 zmm).
 template <int MR>
-void tile(bool first, bool last, int nr, int64_t kc, const float* ap, const float* bp, int64_t i0, int64_t j0,
-          float* C, int64_t ldc, const Epilogue& ep, __mmask16 m0, __mmask16 m1) {
+void tile(bool first, bool last, int nr, int64_t kc, const float* ap, int64_t P, const float* bp, int64_t i0,
+          int64_t j0, float* C, int64_t ldc, const Epilogue& ep, __mmask16 m0, __mmask16 m1) {
   __m512 c[MR][2];
   tile_start<MR>(first, i0, j0, C, ldc, ep, m0, m1, c);
   for (int64_t k = 0; k < kc; ++k) {
@@ -124,17 +125,17 @@ void tile(bool first, bool last, int nr, int64_t kc, const float* ap, const floa
       c[r][0] = _mm512_fmadd_ps(a, b0, c[r][0]);
       c[r][1] = _mm512_fmadd_ps(a, b1, c[r][1]);
     }
-    ap += kMR;
+    ap += P;
     bp += kNR;
   }
   tile_finish<MR>(last, nr, i0, j0, C, ldc, ep, m0, m1, c);
 }
 
-inline void tile_rows(int mr, bool first, bool last, int nr, int64_t kc, const float* ap, const float* bp, int64_t i0,
-                      int64_t j0, float* C, int64_t ldc, const Epilogue& ep, __mmask16 m0, __mmask16 m1) {
+inline void tile_rows(int mr, bool first, bool last, int nr, int64_t kc, const float* ap, int64_t P, const float* bp,
+                      int64_t i0, int64_t j0, float* C, int64_t ldc, const Epilogue& ep, __mmask16 m0, __mmask16 m1) {
   switch (mr) {
 #define DTORCH_AVX512_TILE_CASE(R) \
-  case R: tile<R>(first, last, nr, kc, ap, bp, i0, j0, C, ldc, ep, m0, m1); break;
+  case R: tile<R>(first, last, nr, kc, ap, P, bp, i0, j0, C, ldc, ep, m0, m1); break;
     DTORCH_AVX512_TILE_CASE(12)
     DTORCH_AVX512_TILE_CASE(11)
     DTORCH_AVX512_TILE_CASE(10)
@@ -146,20 +147,24 @@ inline void tile_rows(int mr, bool first, bool last, int nr, int64_t kc, const f
     DTORCH_AVX512_TILE_CASE(4)
     DTORCH_AVX512_TILE_CASE(3)
     DTORCH_AVX512_TILE_CASE(2)
-    default: tile<1>(first, last, nr, kc, ap, bp, i0, j0, C, ldc, ep, m0, m1); break;
+    default: tile<1>(first, last, nr, kc, ap, P, bp, i0, j0, C, ldc, ep, m0, m1); break;
 #undef DTORCH_AVX512_TILE_CASE
   }
 }
 static_assert(kMR == 12, "tile_rows dispatches MR = 1..12");
 
-// C (M x N, ldc) = A . B (+ epilogue) with A packed (pack_a, all of it) and B produced by
-// fill(j0, nr, k0, kc, dst): write B[k0 + r][j0 + q] to dst[r * kNR + q] for r < kc, q < nr, and 0 for q >= nr.
+// C (M x N, ldc) = A . B (+ epilogue) with A packed in panels of P rows (pack_a, all of it; P = kMR or kNR) and B
+// given block by block by fill(j0, nr, k0, kc, buf), which returns where B[k0 + r][j0 + q] lies at [r * kNR + q]
+// for r < kc, q < kNR (columns q >= nr are read but not stored): either buf (kKC x kNR floats), which it fills, or a
+// block already in memory.
 template <typename Fill>
-void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, Fill&& fill, float* C, int64_t ldc,
-          const Epilogue& ep) {
+void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, int64_t P, Fill&& fill, float* C,
+          int64_t ldc, const Epilogue& ep) {
   if (M <= 0 || N <= 0) return;
   const int threads = pool == nullptr ? 1 : pool->size();
-  const int64_t panels = ceil_div(N, kNR), row_tiles = ceil_div(M, kMR);
+  // Row tiles: each panel of P rows in tiles of kMR rows (32 = 12 + 12 + 8), the last ones cut at M.
+  const int64_t tiles_per_panel = ceil_div(P, kMR);
+  const int64_t panels = ceil_div(N, kNR), row_tiles = ceil_div(M, P) * tiles_per_panel;
   // Few column panels for the threads: split the rows too (each unit refills its B blocks).
   int64_t tiles_per_block = row_tiles;
   if (threads > 1 && panels < 4 * threads) {
@@ -182,12 +187,15 @@ void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, Fi
       int64_t k0 = 0;
       do {
         const int64_t kc = K - k0 < kblock ? K - k0 : kblock;
-        if (kc > 0) fill(j0, nr, k0, kc, bbuf);
+        const float* bp = kc > 0 ? fill(j0, nr, k0, kc, static_cast<float*>(bbuf)) : bbuf;
         const bool first = k0 == 0, last = k0 + kc >= K;
         for (int64_t t = t0; t < t1; ++t) {
-          const int64_t i0 = t * kMR;
-          const int mr = static_cast<int>(M - i0 < kMR ? M - i0 : kMR);
-          tile_rows(mr, first, last, nr, kc, ap + t * kMR * K + k0 * kMR, bbuf, i0, j0, C, ldc, ep, m0, m1);
+          const int64_t a = t / tiles_per_panel, sub = (t % tiles_per_panel) * kMR;
+          const int64_t i0 = a * P + sub;
+          const int64_t rows = (P - sub < kMR ? P - sub : kMR);
+          const int mr = static_cast<int>(M - i0 < rows ? M - i0 : rows);
+          if (mr <= 0) continue;
+          tile_rows(mr, first, last, nr, kc, ap + a * P * K + k0 * P + sub, P, bp, i0, j0, C, ldc, ep, m0, m1);
         }
         k0 += kc;
       } while (k0 < K);

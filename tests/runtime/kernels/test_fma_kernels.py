@@ -6,8 +6,9 @@ Their documented tolerance (runtime/kernels/<set>/<set>.h): within 1e-5 x the ou
 reference; identical bits for any thread count. The shapes below hit every edge of their GEMMs (partial row tiles,
 partial column panels, K blocks of 256), their im2col fills (padding, stride, dilation, asymmetric padding; the
 masked-load runs inside one output row, the avx2 set's gathers across rows, the avx512 set's gathers where a panel
-meets more than 6 output rows), grouped convolutions and the
-depthwise kernels (stride 1 and 2 interior loads, border gathers, widths below one vector).
+meets more than 6 output rows), the avx512 set's transposed product for small maps (output channels across the
+register tile), grouped convolutions and the depthwise kernels (stride 1 and 2 interior loads, border gathers,
+widths below one vector).
 
 A set this CPU lacks is skipped with the reason printed: QEMU cannot emulate AVX-512, so on an AVX2-only machine
 the avx512 set's tests run only on machines that have it."""
@@ -92,6 +93,11 @@ CONV = [  # (N, C, H, W, O, kh, kw, stride, padding(t,b,l,r), dilation, groups)
     (1, 2, 6, 100, 3, 1, 3, (1, 2), (0, 0, 0, 1), (1, 1), 1),      # stride 2 runs ending at the padded edge
     (1, 5, 9, 5, 7, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),        # OW = 5: avx512 panels of 7 rows gather, 4 load
     (1, 4, 23, 21, 6, 3, 3, (2, 2), (2, 1, 1, 2), (2, 2), 1),      # OW = 10, stride 2, dilated: runs across rows
+    (2, 40, 7, 7, 64, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),      # 7x7 maps: avx512's transposed product, 2 K blocks
+    (1, 300, 7, 7, 64, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),     # pointwise, transposed
+    (1, 16, 14, 14, 96, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1),    # stride 2, transposed: 3 channel panels
+    (1, 32, 7, 7, 128, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 2),     # grouped, transposed
+    (1, 8, 12, 1, 70, 3, 1, (1, 1), (1, 1, 0, 0), (1, 1), 1),      # one output column: transposed, gathered cols^T
     (1, 5, 13, 8, 5, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 5),       # depthwise 3x3, one vector a row: 6-row blocks
     (1, 3, 11, 16, 3, 3, 3, (1, 1), (0, 2, 2, 0), (1, 1), 3),      # depthwise 3x3, 2 vectors x 3 rows, asymmetric
     (2, 4, 9, 120, 4, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 4),      # depthwise 3x3, 15 vectors: 6 + 6 + 3 per row
@@ -121,6 +127,22 @@ def test_conv2d_fma_within_tolerance_and_thread_invariant(kernel_set, case, act)
         # weights packed at load (a session's constant weights) or at run time: the same bits
         np.testing.assert_array_equal(_C.run_kernel("conv2d", attrs, [x, wt, bias], kernel_set=kernel_set,
                                                     prepare=False)[0], one)
+
+
+@pytest.mark.skipif(bool(_WHY["avx512"] or _WHY["avx2"]), reason="needs both FMA sets: " + (_WHY["avx512"] or _WHY["avx2"]))
+@pytest.mark.parametrize("case", CONV)
+def test_conv2d_avx512_and_avx2_agree_bit_for_bit(case):
+    """Both sets start each output at its bias and add its products in k order with one FMA each, whatever their
+    tiles, fills or orientation (avx512's transposed product for small maps): the same bits."""
+    n, c, h, w, o, kh, kw, stride, pad, dil, groups = case
+    rng = np.random.default_rng(h * 7 + o)
+    x, wt, b = rand(rng, n, c, h, w), rand(rng, o, c // groups, kh, kw), rand(rng, o)
+    for act in ("none", "relu6", "silu"):
+        attrs = dict(stride=list(stride), padding=list(pad), dilation=list(dil), groups=groups, activation=act)
+        for bias in (b, None):
+            a = _C.run_kernel("conv2d", attrs, [x, wt, bias], kernel_set="avx512")[0]
+            v = _C.run_kernel("conv2d", attrs, [x, wt, bias], kernel_set="avx2")[0]
+            np.testing.assert_array_equal(a.view(np.uint32), v.view(np.uint32))
 
 
 @pytest.mark.parametrize("kernel_set", KERNEL_SETS)
