@@ -253,20 +253,11 @@ template <int SW>
 void dw3x3_planes(const ConvGeometry& g, const float* x, const float* w, const float* bias, float* y, int64_t p_begin,
                   int64_t p_end) {
   static const Dw3x3Table<SW> table;
-  const int64_t row_vecs = ceil_div(g.ow, 8);
+  // reach: the last float a vector reads past its first input column (stride 1: lane 7 of tap column 2;
+  // stride 2: the last float of the second 16-float load).
+  const Dw3x3Plan plan = dw3x3_plan(g, 8, SW == 1 ? 9 : 17, kDwChains);
   DwMasks mk[kDwMaxVectors];
-  dw3x3_masks<SW>(g, row_vecs, mk);
-  // Vectors whose reads stay inside the input row: first input column >= 0 and last read < W (stride 1: lane 7
-  // of tap column 2; stride 2: the last float of the second 16-float load).
-  const int64_t reach = SW == 1 ? 9 : 17;
-  int64_t v_lo = 0, v_hi = 0;
-  while (v_lo < row_vecs && 8 * v_lo * SW - g.pl < 0) ++v_lo;
-  for (v_hi = v_lo; v_hi < row_vecs && 8 * v_hi * SW - g.pl + reach < g.w; ++v_hi) {
-  }
-  const int nv = static_cast<int>(row_vecs < kDwChains ? row_vecs : kDwChains);
-  const int r = kDwChains / nv;
-  const int64_t rows_full = g.oh / r * r, vecs_full = row_vecs / nv * nv;
-  const int r_rest = static_cast<int>(g.oh - rows_full), v_rest = static_cast<int>(row_vecs - vecs_full);
+  dw3x3_masks<SW>(g, plan.row_vecs, mk);
   const int64_t hw = g.h * g.w, ohw = g.oh * g.ow, taps = 9;
   for (int64_t p = p_begin; p < p_end; ++p) {
     const int64_t c = p % g.c;
@@ -274,12 +265,9 @@ void dw3x3_planes(const ConvGeometry& g, const float* x, const float* w, const f
     const float* wc = w + c * taps;
     const float b = bias == nullptr ? 0.0f : bias[c];
     float* yp = y + p * ohw;
-    if (rows_full > 0) table.fn[r - 1][nv - 1](g, xp, wc, b, yp, 0, rows_full, 0, vecs_full, v_lo, v_hi, mk);
-    if (rows_full > 0 && v_rest > 0)
-      table.fn[r - 1][v_rest - 1](g, xp, wc, b, yp, 0, rows_full, vecs_full, row_vecs, v_lo, v_hi, mk);
-    if (r_rest > 0) table.fn[r_rest - 1][nv - 1](g, xp, wc, b, yp, rows_full, g.oh, 0, vecs_full, v_lo, v_hi, mk);
-    if (r_rest > 0 && v_rest > 0)
-      table.fn[r_rest - 1][v_rest - 1](g, xp, wc, b, yp, rows_full, g.oh, vecs_full, row_vecs, v_lo, v_hi, mk);
+    dw3x3_regions(plan, g.oh, [&](int r, int nv, int64_t oh_b, int64_t oh_e, int64_t v_b, int64_t v_e) {
+      table.fn[r - 1][nv - 1](g, xp, wc, b, yp, oh_b, oh_e, v_b, v_e, plan.v_lo, plan.v_hi, mk);
+    });
   }
 }
 

@@ -10,13 +10,17 @@
 // Small maps (7 x 7, 14 x 14), whose positions fill the tile's 32 columns badly, run the transposed product: output
 // channels across the columns, the columns' transpose packed in 12-position panels, then Y^T transposed in
 // registers into Y; the packed weights serve both orientations and the bits are the same (see `transposed`).
-// Depthwise convolutions (one input channel per group, one output channel per group): a direct kernel, 16 output
-// columns per vector, taps in (row, column) order with one FMA each starting from the bias (see depthwise_plane).
+// Depthwise convolutions (one input channel per group, one output channel per group): direct kernels, 16 output
+// columns per vector, taps in (row, column) order with one FMA each starting from the bias: for 3x3 undilated
+// ones with column stride 1 or 2, blocks of up to 8 independent vectors with the weights in registers
+// (kernels/avx512/depthwise_avx512.h); others 4 rows at a time with masked loads or gathers per tap
+// (depthwise_plane).
 // Threads split GEMM work units or output planes only.
 // Planes whose positions do not fit 32-bit gather indices run the best bit-exact kernel (x86 or portable), found through the registry.
 #include <immintrin.h>
 
 #include "kernels/avx512/avx512.h"
+#include "kernels/avx512/depthwise_avx512.h"
 #include "kernels/avx512/gemm_avx512.h"
 #include "kernels/common/activation.h"
 #include "kernels/common/conv_geometry.h"
@@ -373,19 +377,6 @@ void run_gemm(const KernelContext& ctx, const Geo& g, const float* x, const floa
 
 // --- depthwise -------------------------------------------------------------------------------------------
 
-inline __m512 activate(const kernels::Activation& a, __m512 v, bool* done) {
-  *done = true;
-  switch (a.kind) {
-    case kernels::ActKind::kNone: return v;
-    case kernels::ActKind::kRelu: return kernels::vmax(_mm512_setzero_ps(), v);
-    case kernels::ActKind::kRelu6:
-      return kernels::vmin(_mm512_set1_ps(6.0f), kernels::vmax(_mm512_setzero_ps(), v));
-    case kernels::ActKind::kHardtanh:
-      return kernels::vmin(_mm512_set1_ps(a.hi), kernels::vmax(_mm512_set1_ps(a.lo), v));
-    default: *done = false; return v;
-  }
-}
-
 // One output plane (image n, channel c), kDwRows output rows at a time (independent accumulator chains), 16 output
 // columns per vector. Every output starts at the bias and adds its taps in (row, column) order, one FMA each, so
 // its result does not depend on how rows are blocked. Stride 1: each tap is one masked load whose mask drops the
@@ -447,7 +438,7 @@ void depthwise_plane(const Geo& g, const float* xp, const float* wc, float b, fl
         if (r >= rows) continue;
         float* y = yp + (oh0 + r) * g.ow + ow0;
         bool done = false;
-        const __m512 out = activate(g.act, acc[r], &done);
+        const __m512 out = k5::activate(g.act, acc[r], &done);
         _mm512_mask_storeu_ps(y, mv, out);
         if (!done) kernels::bias_activation(g.act, 0.0f, y, nv);
       }
@@ -459,9 +450,15 @@ void run_depthwise(const KernelContext& ctx, const Geo& g, const float* x, const
                    float* y) {
   const int64_t planes = g.n * g.c, hw = g.h * g.w, ohw = g.oh * g.ow, taps = g.kh * g.kw;
   kernels::parallel_chunks(ctx.pool, planes, 1, [&](int64_t b, int64_t e) {
-    for (int64_t p = b; p < e; ++p) {
-      const int64_t c = p % g.c;
-      depthwise_plane(g, x + p * hw, w + c * taps, bias == nullptr ? 0.0f : bias[c], y + p * ohw);
+    if (k5::dw3x3_applies(g) && g.sw == 1) {
+      k5::dw3x3_planes<1>(g, x, w, bias, y, b, e);
+    } else if (k5::dw3x3_applies(g)) {
+      k5::dw3x3_planes<2>(g, x, w, bias, y, b, e);
+    } else {
+      for (int64_t p = b; p < e; ++p) {
+        const int64_t c = p % g.c;
+        depthwise_plane(g, x + p * hw, w + c * taps, bias == nullptr ? 0.0f : bias[c], y + p * ohw);
+      }
     }
   });
 }

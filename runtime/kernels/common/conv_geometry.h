@@ -142,6 +142,39 @@ inline bool conv_run_tap(const ConvGeometry& g, const ConvRun& ru, int64_t i, in
   return true;
 }
 
+// How the FMA sets' 3x3 depthwise kernels cover an output plane: blocks of `nv` vectors of a row (as many as fit
+// in `chains` accumulators) by `r` rows (as many as fill them), then the rest; vectors [v_lo, v_hi) read only
+// inside the input rows (their first input column >= 0 and their last read, `reach` floats further, < W).
+struct Dw3x3Plan {
+  int64_t row_vecs, v_lo, v_hi, rows_full, vecs_full;
+  int nv, r, r_rest, v_rest;
+};
+
+inline Dw3x3Plan dw3x3_plan(const ConvGeometry& g, int lanes, int64_t reach, int chains) {
+  Dw3x3Plan p{};
+  p.row_vecs = ceil_div(g.ow, lanes);
+  while (p.v_lo < p.row_vecs && lanes * p.v_lo * g.sw - g.pl < 0) ++p.v_lo;
+  for (p.v_hi = p.v_lo; p.v_hi < p.row_vecs && lanes * p.v_hi * g.sw - g.pl + reach < g.w; ++p.v_hi) {
+  }
+  p.nv = static_cast<int>(p.row_vecs < chains ? p.row_vecs : chains);
+  p.r = chains / p.nv;
+  p.rows_full = g.oh / p.r * p.r;
+  p.vecs_full = p.row_vecs / p.nv * p.nv;
+  p.r_rest = static_cast<int>(g.oh - p.rows_full);
+  p.v_rest = static_cast<int>(p.row_vecs - p.vecs_full);
+  return p;
+}
+
+// Calls region(rows, vectors, oh_begin, oh_end, v_begin, v_end) for the (up to four) regions of a plane, each in
+// whole blocks of rows x vectors.
+template <typename Region>
+inline void dw3x3_regions(const Dw3x3Plan& p, int64_t oh, Region&& region) {
+  if (p.rows_full > 0) region(p.r, p.nv, int64_t{0}, p.rows_full, int64_t{0}, p.vecs_full);
+  if (p.rows_full > 0 && p.v_rest > 0) region(p.r, p.v_rest, int64_t{0}, p.rows_full, p.vecs_full, p.row_vecs);
+  if (p.r_rest > 0) region(p.r_rest, p.nv, p.rows_full, oh, int64_t{0}, p.vecs_full);
+  if (p.r_rest > 0 && p.v_rest > 0) region(p.r_rest, p.v_rest, p.rows_full, oh, p.vecs_full, p.row_vecs);
+}
+
 }  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch

@@ -103,6 +103,7 @@ CONV = [  # (N, C, H, W, O, kh, kw, stride, padding(t,b,l,r), dilation, groups)
     (2, 4, 9, 120, 4, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 4),      # depthwise 3x3, 15 vectors: 6 + 6 + 3 per row
     (1, 3, 17, 130, 3, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 3),     # depthwise 3x3 stride 2, unmasked interior blocks
     (1, 2, 9, 30, 2, 3, 3, (3, 2), (0, 1, 1, 0), (1, 1), 2),       # depthwise 3x3, row stride 3, column stride 2
+    (1, 2, 5, 300, 2, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 2),      # depthwise 3x3, 19 avx512 vectors a row: 8 + 8 + 3
 ]
 
 
