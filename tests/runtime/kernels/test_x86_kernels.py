@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from .helpers import _C, assert_close, rand
 
-X86_OPS = ("conv2d", "linear", "matmul", "max_pool2d")
+X86_OPS = ("add", "conv2d", "linear", "matmul", "max_pool2d")
 
 
 def _x86_active() -> tuple[bool, str]:
@@ -184,6 +184,39 @@ def test_max_pool2d_x86_errors_are_portables():
                          (dict(kernel=[2, 2], stride=[0, 1], padding=[0, 0], dilation=[1, 1], ceil_mode=0), "'stride' is 0")):
         with pytest.raises(Exception, match=words):
             _C.run_kernel("max_pool2d", attrs, [x], kernel_set="x86")
+
+
+ADD = [((7,), (7,)), ((3, 5), (3, 5)), ((1, 64, 56, 56), (1, 64, 56, 56)), ((2, 3, 40001), (2, 3, 40001)),
+       ((0, 4), (0, 4)), ((1, 8, 5, 5), (1, 8, 1, 1)), ((4, 1), (1, 6)), ((), ())]
+
+
+@pytest.mark.parametrize("shapes", ADD)
+@pytest.mark.parametrize("act", ["none", "relu", "relu6"])
+def test_add_x86_equals_portable(shapes, act):
+    """Same shapes (a residual connection) run the vector loop, with or without its ReLU; broadcasting and other
+    activations run portable's: the same bits either way, for any thread count."""
+    rng = np.random.default_rng(len(shapes[0]) * 10 + sum(shapes[1]))
+    a, b = rng.standard_normal(shapes[0], dtype=np.float32), rng.standard_normal(shapes[1], dtype=np.float32)
+    got = _check("add", {"activation": act}, [a, b])
+    ref = a + b
+    ref = {"none": ref, "relu": np.maximum(ref, 0), "relu6": np.clip(ref, 0, 6)}[act]
+    np.testing.assert_array_equal(got, ref)
+
+
+def test_add_x86_keeps_portable_nan_signed_zero_and_inf():
+    a = np.array([np.nan, -0.0, -0.0, 0.0, np.inf, -np.inf, 1e38, -3.0, 2.0] * 3, np.float32)
+    b = np.array([1.0, -0.0, 0.0, -0.0, -np.inf, -np.inf, 1e38, 1.0, -5.0] * 3, np.float32)
+    a.view(np.uint32)[18] = 0x7FC00123  # a NaN payload
+    for act in ("none", "relu"):
+        one, ref = _both("add", {"activation": act}, [a, b])
+        assert one.tobytes() == ref.tobytes()
+
+
+def test_add_x86_errors_are_portables():
+    with pytest.raises(Exception, match="add"):
+        _C.run_kernel("add", {}, [np.zeros((2, 3), np.float32), np.zeros((4,), np.float32)], kernel_set="x86")
+    with pytest.raises(Exception, match="activation"):
+        _C.run_kernel("add", {"activation": "swish9"}, [np.zeros(3, np.float32)] * 2, kernel_set="x86")
 
 
 def test_unknown_kernel_set_is_an_error():
