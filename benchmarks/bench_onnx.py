@@ -1,11 +1,12 @@
 """Imported ONNX models: dtorch (the .dtm `dtorch-edge import` writes) vs ONNX Runtime on the same .onnx file,
-side by side in one run (issue 15).
+side by side in one run (issues 15 and 16).
 
-ResNet-18 and MobileNetV2 at 1x3x224x224 (tests/onnx/torch_models.py, the published layer configurations, seeded
-weights) are exported with torch.onnx (legacy exporter, opset 17, dynamic batch) and imported with
-dtorch.onnx.import_model. Measured with bench_runtime.py's methods: steady latency at batch 1 with 1 and 2 threads
-(fresh processes, engines alternating, ratios paired per round), cold start (a fresh process from import to the first
-output) and its peak RSS, and dtorch-run's native cold start.
+SimpleNet (benchmarks/zoo_twins.py's PyTorch twin), ResNet-18 and MobileNetV2 (tests/onnx/torch_models.py, the
+published layer configurations, seeded weights), all at 1x3x224x224, are exported with torch.onnx (legacy
+exporter, opset 17, dynamic batch) and imported with dtorch.onnx.import_model. Measured with bench_runtime.py's
+methods: steady latency at batch 1 with 1 and 2 threads (fresh processes, engines alternating, ratios paired per
+round), cold start (a fresh process from import to the first output) and its peak RSS, and dtorch-run's native cold
+start.
 Run: .venv/bin/python benchmarks/bench_onnx.py --write
 """
 
@@ -27,16 +28,29 @@ sys.path.insert(0, str(ROOT / "tests" / "onnx"))
 from bench_runtime import COLD_DTORCH, COLD_ORT, cold, cold_native, cpu_description, steady  # noqa: E402
 from results import write_section  # noqa: E402
 
-MODELS = ("resnet18", "mobilenet_v2")
+MODELS = ("simplenet", "resnet18", "mobilenet_v2")
+SHAPE = (1, 3, 224, 224)
+
+
+def torch_model(name: str):
+    """The PyTorch model of `name` (eval mode) and its input shape."""
+    if name == "simplenet":
+        from zoo_twins import build as zoo_build
+
+        _d, model, _shape = zoo_build(name)  # the zoo's SimpleNet pools globally: any input size
+        return model.eval(), SHAPE
+    import torch_models as tm
+
+    model, shape = tm.build(name)
+    return model.eval(), shape
 
 
 def export_and_import(name: str, tmp: Path) -> tuple[Path, Path, Path, dict[str, object]]:
     import torch
-    import torch_models as tm
 
     import dtorch.onnx as don
 
-    model, shape = tm.build(name)
+    model, shape = torch_model(name)
     x = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
     onnx_path, dtm_path, npy = tmp / f"{name}.onnx", tmp / f"{name}.dtm", tmp / f"{name}.npy"
     with warnings.catch_warnings():
@@ -83,27 +97,28 @@ def main() -> None:
                 f"{f['cold_dtorch_s'] * 1e3:.0f} / {f['cold_ort_s'] * 1e3:.0f} | "
                 f"{f['rss_dtorch_mb']:.0f} / {f['rss_ort_mb']:.0f} | "
                 + (f"{f['cold_native_s'] * 1e3:.0f} ms, {f['rss_native_mb']:.1f} MB" if native else "n/a")
-                + f" | {f['t1_max_abs_diff']:.1e} |")
+                + f" | {f['t1_max_abs_diff']:.1e} | {r.get('t1_kernel_sets', '?')} |")
     import onnxruntime
 
     text = "\n".join([
         f"CPU: {cpu_description()}; ONNX Runtime {onnxruntime.__version__}. Each model exported once by torch.onnx "
         f"(opset 17, dynamic batch), imported by `dtorch.onnx.import_model`; both engines run at batch 1, "
-        f"1x3x224x224. Latency: median ms (dtorch / ORT), the ratio paired per round [range over rounds].",
+        f"1x3x224x224. Latency: median ms (dtorch / ORT), the ratio paired per round [range over rounds]. "
+        f"dtorch runs its default kernel policy, \"fast\"; the last column lists the kernel sets its nodes ran.",
         "",
         "| model | ONNX nodes -> runtime nodes | 1 thread ms | 2 threads ms | cold start ms (Python) | peak RSS MB | "
-        "dtorch-run cold start, RSS | max abs diff |",
-        "|---|---|---|---|---|---|---|---|",
+        "dtorch-run cold start, RSS | max abs diff | kernel sets |",
+        "|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",
-        "Aim (issue 15): latency at most 1.0x ONNX Runtime's: not met. The import adds no node a native export "
-        "would not have (ResNet-18: 20 conv + 8 add + max pool + global pool + reshape + linear = 32, BatchNorm "
-        "and ReLU fused; MobileNetV2: 52 conv + 10 add + mean + linear = 64, ReLU6 fused), so the gap is the float32 "
-        "kernels' (issue 16: packed GEMM, direct 1x1, depthwise 3x3).",
+        "Aim (issues 15, 16): latency at most 1.0x ONNX Runtime's at 1 and 2 threads; cold start and peak RSS below "
+        "ONNX Runtime's. The import adds no node a native export would not have (ResNet-18: 20 conv + 8 add + max "
+        "pool + global pool + reshape + linear = 32, BatchNorm and ReLU fused; MobileNetV2: 52 conv + 10 add + mean "
+        "+ linear = 64, ReLU6 fused); where the time goes per node: the section \"Where the time goes, per node\".",
     ])
     print(text)
     if args.write:
-        write_section("Imported ONNX models vs ONNX Runtime (issue 15)", text,
+        write_section("Models at 224 vs ONNX Runtime, imported from ONNX (issues 15, 16)", text,
                       ".venv/bin/python benchmarks/bench_onnx.py --write")
 
 

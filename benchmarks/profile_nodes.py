@@ -2,8 +2,8 @@
 with each convolution's and linear layer's arithmetic, so every node reads against the float32 FMA floor (issue 16).
 
 Models at 1x3x224x224: SimpleNet (benchmarks/zoo_twins.py, the PyTorch twin), ResNet-18 and MobileNetV2
-(tests/onnx/torch_models.py). Each is exported once by torch.onnx (legacy exporter, opset 17) and imported by
-dtorch.onnx.import_model; dtorch runs the .dtm with `dtorch-run --bench N --profile --json` (its default 'fast'
+(tests/onnx/torch_models.py). Each is exported once by torch.onnx and imported by dtorch.onnx.import_model exactly
+as benchmarks/bench_onnx.py does; dtorch runs the .dtm with `dtorch-run --bench N --profile --json` (its default 'fast'
 kernels), ONNX Runtime runs the .onnx with enable_profiling (one intra-op thread, graph optimizations on). Per node:
 the median over the runs. Both engines keep one node per ONNX Conv/Gemm (BatchNorm and activations fold into
 them) but ORT also fuses a residual Add (and reorders to NCHWc), so the engines are compared per operator, and
@@ -20,7 +20,6 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import warnings
 from collections import defaultdict
 from pathlib import Path
 
@@ -30,37 +29,12 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "tests" / "onnx"))
+from bench_onnx import export_and_import  # noqa: E402
 from bench_runtime import cpu_description  # noqa: E402
 from results import write_section  # noqa: E402
 
 MODELS = ("simplenet", "resnet18", "mobilenet_v2")
 MATH_OPS = {"Conv": "conv2d", "Gemm": "linear", "MatMul": "matmul"}
-
-
-def export(name: str, tmp: Path) -> tuple[Path, Path, Path]:
-    import torch
-
-    import dtorch.onnx as don
-
-    if name == "simplenet":
-        from zoo_twins import build as zoo_build
-
-        _d, model, _shape = zoo_build(name)
-        shape = (1, 3, 224, 224)
-    else:
-        import torch_models as tm
-
-        model, shape = tm.build(name)
-    model.eval()
-    x = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
-    onnx_path, dtm, npy = tmp / f"{name}.onnx", tmp / f"{name}.dtm", tmp / f"{name}.npy"
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        torch.onnx.export(model, (torch.from_numpy(x),), str(onnx_path), input_names=["input"],
-                          output_names=["output"], opset_version=17, dynamo=False)
-    don.import_model(onnx_path, dtm)
-    np.save(npy, x)
-    return onnx_path, dtm, npy
 
 
 def math_nodes(onnx_path: Path) -> list[tuple[str, str, float]]:
@@ -71,7 +45,7 @@ def math_nodes(onnx_path: Path) -> list[tuple[str, str, float]]:
     m = shape_inference.infer_shapes(onnx.load(str(onnx_path)))
     shapes = {}
     for vi in list(m.graph.value_info) + list(m.graph.input) + list(m.graph.output):
-        shapes[vi.name] = [d.dim_value for d in vi.type.tensor_type.shape.dim]
+        shapes[vi.name] = [d.dim_value or 1 for d in vi.type.tensor_type.shape.dim]  # the dynamic batch: 1
     inits = {t.name: list(t.dims) for t in m.graph.initializer}
     out = []
     for n in m.graph.node:
@@ -125,7 +99,7 @@ def ort_profile(onnx_path: Path, npy: Path, threads: int, runs: int, tmp: Path) 
 
 
 def model_rows(name: str, tmp: Path, threads: int, runs: int) -> tuple[list[str], dict[str, float]]:
-    onnx_path, dtm, npy = export(name, tmp)
+    onnx_path, dtm, npy, _info = export_and_import(name, tmp)
     maths = math_nodes(onnx_path)
     d = dtorch_profile(dtm, npy, threads, runs)
     o = ort_profile(onnx_path, npy, threads, runs, tmp)
