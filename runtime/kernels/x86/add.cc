@@ -16,18 +16,7 @@ namespace dtorch {
 namespace {
 
 using kernels::op_error;
-constexpr const char* kOp = "add";
-
-const KernelDef* portable() {
-  static const KernelDef* k = find_kernel_in_set(kOp, DType::kFloat32, "portable");
-  return k;
-}
-
-Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
-  const KernelDef* p = portable();
-  if (p == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
-  return p->infer(attrs, in, n_in, out, n_out, scratch_bytes);
-}
+constexpr char kOp[] = "add";
 
 template <bool kRelu>
 void add_range(const float* a, const float* b, float* o, int64_t i0, int64_t i1) {
@@ -45,7 +34,7 @@ void add_range(const float* a, const float* b, float* o, int64_t i0, int64_t i1)
 }
 
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-  const KernelDef* p = portable();
+  const KernelDef* p = kernels::portable_kernel<kOp>();
   if (p == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
   kernels::Activation act;
   const bool same = n_in == 2 && n_out == 1 && in[0].dtype == DType::kFloat32 && in[1].dtype == DType::kFloat32 &&
@@ -69,5 +58,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_X86_KERNEL(add, DType::kFloat32, infer, run);
+DTORCH_REGISTER_X86_KERNEL(add, DType::kFloat32, kernels::portable_infer<kOp>, run);
 }  // namespace dtorch

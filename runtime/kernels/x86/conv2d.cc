@@ -16,12 +16,7 @@ namespace dtorch {
 namespace {
 
 using kernels::op_error;
-constexpr const char* kOp = "conv2d";
-
-const KernelDef* portable() {
-  static const KernelDef* k = find_kernel_in_set(kOp, DType::kFloat32, "portable");
-  return k;
-}
+constexpr char kOp[] = "conv2d";
 
 struct Geo : kernels::ConvGeometry {
   bool dense;  // groups == 1 (c == 1 is portable's depthwise path)
@@ -41,7 +36,7 @@ size_t dense_scratch(const Geo& g) {
 }
 
 Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
-  const KernelDef* p = portable();
+  const KernelDef* p = kernels::portable_kernel<kOp>();
   if (p == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
   DTORCH_RETURN_IF_ERROR(p->infer(attrs, in, n_in, out, n_out, scratch_bytes));
   Geo g{};
@@ -91,7 +86,7 @@ void im2col_rows(const Geo& g, const float* x, float* cols, int64_t r0, int64_t 
 }
 
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-  const KernelDef* p = portable();
+  const KernelDef* p = kernels::portable_kernel<kOp>();
   if (p == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
   DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
   DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 2, 3));

@@ -14,15 +14,10 @@ namespace dtorch {
 namespace {
 
 using kernels::op_error;
-constexpr const char* kOp = "linear";
-
-const KernelDef* portable() {
-  static const KernelDef* k = find_kernel_in_set(kOp, DType::kFloat32, "portable");
-  return k;
-}
+constexpr char kOp[] = "linear";
 
 Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
-  const KernelDef* p = portable();
+  const KernelDef* p = kernels::portable_kernel<kOp>();
   if (p == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
   DTORCH_RETURN_IF_ERROR(p->infer(attrs, in, n_in, out, n_out, scratch_bytes));
   *scratch_bytes = 0;
@@ -33,7 +28,7 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
   DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 2, 3));
   if (in[1].shape.ndim != 2 || in[0].shape.ndim < 1 || in[0].shape.dims[in[0].shape.ndim - 1] != in[1].shape.dims[1]) {
-    const KernelDef* p = portable();
+    const KernelDef* p = kernels::portable_kernel<kOp>();
     if (p == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
     return p->run(ctx, in, n_in, out, n_out);  // the portable kernel reports the error
   }

@@ -13,12 +13,7 @@ namespace dtorch {
 namespace {
 
 using kernels::op_error;
-constexpr const char* kOp = "matmul";
-
-const KernelDef* portable() {
-  static const KernelDef* k = find_kernel_in_set(kOp, DType::kFloat32, "portable");
-  return k;
-}
+constexpr char kOp[] = "matmul";
 
 struct Geo {
   int64_t m, k, n;
@@ -53,7 +48,7 @@ bool geometry(const Shape& a, const Shape& b, Geo* g) {
 }
 
 Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
-  const KernelDef* p = portable();
+  const KernelDef* p = kernels::portable_kernel<kOp>();
   if (p == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
   DTORCH_RETURN_IF_ERROR(p->infer(attrs, in, n_in, out, n_out, scratch_bytes));
   *scratch_bytes = 0;
@@ -65,7 +60,7 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 2, 2));
   Geo g{};
   if (!geometry(in[0].shape, in[1].shape, &g)) {
-    const KernelDef* p = portable();
+    const KernelDef* p = kernels::portable_kernel<kOp>();
     if (p == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
     return p->run(ctx, in, n_in, out, n_out);  // the portable kernel reports the error
   }

@@ -20,18 +20,7 @@ namespace dtorch {
 namespace {
 
 using kernels::op_error;
-constexpr const char* kOp = "max_pool2d";
-
-const KernelDef* portable() {
-  static const KernelDef* k = find_kernel_in_set(kOp, DType::kFloat32, "portable");
-  return k;
-}
-
-Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
-  const KernelDef* p = portable();
-  if (p == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
-  return p->infer(attrs, in, n_in, out, n_out, scratch_bytes);
-}
+constexpr char kOp[] = "max_pool2d";
 
 // Floats [0, 16) at p -> the even ones, in order.
 inline __m256 even_floats(const float* p) {
@@ -91,7 +80,7 @@ void plane(const kernels::MaxPoolGeometry& g, const float* xp, float* yp) {
 }
 
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-  const KernelDef* p = portable();
+  const KernelDef* p = kernels::portable_kernel<kOp>();
   if (p == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
   // The portable kernel's checks (and its errors); then the shapes it accepted.
   Shape expect;
@@ -113,5 +102,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_X86_KERNEL(max_pool2d, DType::kFloat32, infer, run);
+DTORCH_REGISTER_X86_KERNEL(max_pool2d, DType::kFloat32, kernels::portable_infer<kOp>, run);
 }  // namespace dtorch
