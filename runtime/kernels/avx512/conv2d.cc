@@ -55,6 +55,15 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
 
 // --- dense / grouped: the im2col fill of the GEMM ---------------------------------------------------------
 
+// Stores vector v of a fill's row d whose rows are ld floats apart: lanes [16 v, 16 v + 16) cut at ld (ld = kNR: a
+// B block, 64-byte aligned; ld = kMR: a panel of the transposed product's cols^T).
+inline void store_lanes(float* d, int64_t ld, int v, __m512 val) {
+  if (ld == k5::kNR)
+    _mm512_store_ps(d + 16 * v, val);
+  else if (16 * v < ld)
+    _mm512_mask_storeu_ps(d + 16 * v, k5::mask16(static_cast<int>(ld) - 16 * v), val);
+}
+
 // Columns of one image and group: B[r][q] for kernel row r = (c, i, j) and output position q = (oh, ow) is
 // x[c][oh * sh - pt + i * dh][ow * sw - pl + j * dw], 0 outside the image.
 //
@@ -91,13 +100,7 @@ struct Im2col {
     return dst;
   }
 
-  // Stores vector v of a row (lanes [16 v, 16 v + 16) cut at ld).
-  void store(float* d, int v, __m512 val) const {
-    if (ld == kNR)
-      _mm512_store_ps(d + 16 * v, val);
-    else if (16 * v < ld)
-      _mm512_mask_storeu_ps(d + 16 * v, k5::mask16(static_cast<int>(ld) - 16 * v), val);
-  }
+  void store(float* d, int v, __m512 val) const { store_lanes(d, ld, v, val); }
 
   template <int SW>
   void loads(const Run* runs, int n_runs, int64_t k0, int64_t kc, float* dst) const {
@@ -201,12 +204,8 @@ struct Rows {
     const __mmask16 ma = k5::mask16(nr), mb = k5::mask16(nr - 16);
     for (int64_t r = 0; r < kc; ++r) {
       const float* s = x + (k0 + r) * hw + j0;
-      if (ld == k5::kNR) {
-        _mm512_store_ps(dst + r * ld, _mm512_maskz_loadu_ps(ma, s));
-        _mm512_store_ps(dst + r * ld + 16, _mm512_maskz_loadu_ps(mb, s + 16));
-      } else {
-        _mm512_mask_storeu_ps(dst + r * ld, k5::mask16(static_cast<int>(ld)), _mm512_maskz_loadu_ps(ma, s));
-      }
+      store_lanes(dst + r * ld, ld, 0, _mm512_maskz_loadu_ps(ma, s));
+      store_lanes(dst + r * ld, ld, 1, _mm512_maskz_loadu_ps(mb, s + 16));
     }
     return dst;
   }
