@@ -1,9 +1,11 @@
 """Emulated boards (issue 5): dtorch-edge emulate's figures per board, and ONNX Runtime's aarch64 build beside
 dtorch's rk3588 bundle in the same emulated environment.
 
-Per board (rk3588 aarch64, rv1126 armv7, licheepi4a riscv64) and model (the benchmark twins of zoo_twins.py):
-parity, cold start, latency, guest instructions per inference, runtime peak memory, sizes and the board estimate, all
-from dtorch.edge.emulate (local runner).
+Per board (rk3588 aarch64, rv1126 armv7, licheepi4a and k230 riscv64) and model (SimpleNet and a standard
+MobileNetV2 1.0, both at 1x3x224x224, exported from PyTorch and imported from ONNX as in bench_onnx.py): parity,
+cold start, latency, guest instructions per inference with the fast kernels (the board's SIMD set where its ISA has
+one: neon64 on rk3588) and with the portable ones (--kernels exact), runtime peak memory, sizes and the board
+estimate, all from dtorch.edge.emulate (local runner).
 
 ONNX Runtime beside it (rk3588 only: ORT publishes no armv7 or riscv64 wheel): its manylinux aarch64 wheel, run by an
 aarch64 CPython 3.11 from Debian's arm64 packages (extracted into build/ort-aarch64/, never installed), under the
@@ -37,15 +39,14 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 sys.path.insert(0, str(HERE))
+import bench_onnx  # noqa: E402
 from results import write_section  # noqa: E402
-from zoo_twins import build  # noqa: E402
 
 ORT_DIR = ROOT / "build" / "ort-aarch64"
 CPUINFO = HERE / "aarch64_cpuinfo.txt"
 ARM64_DEBS = ["python3.11-minimal", "libpython3.11-minimal", "libpython3.11-stdlib", "libc6", "zlib1g", "libexpat1",
               "libffi8", "libgcc-s1", "libstdc++6", "libbz2-1.0", "liblzma5", "libssl3", "libcrypt1", "libuuid1",
               "libsqlite3-0", "libtinfo6", "libncursesw6", "libreadline8", "libdb5.3", "libnsl2", "libtirpc3"]
-SIZES = {"simplenet": (1, 3, 224, 224), "mobilenet": (1, 3, 128, 128)}
 
 ORT_SCRIPT = """
 import sys, time, numpy as np, onnxruntime as ort
@@ -145,18 +146,28 @@ def ort_docker_p50(onnx: Path, npy: Path, runs: int) -> float:
         return docker_p50(ctx, ["/usr/bin/python3.11", "/ort.py", "/model.onnx", "/x.npy", str(runs), "1"])
 
 
+def _node_sets(dist: Path, model: str, npy: Path, board: str) -> list[str]:
+    """The kernel sets the board's dtorch-run runs the model's conv2d nodes with (fast policy)."""
+    import json
+
+    from dtorch.edge.boards import load_board
+
+    argv = load_board(board).emulator.command(dist / "dtorch-run", str(dist / model), "--input", str(npy), "--bench",
+                                              "1", "--profile", "--json", "--threads", "1")
+    out = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=3600).stdout
+    rep = [json.loads(line) for line in out.splitlines() if '"profile"' in line][-1]
+    return [n["kernel_set"] for n in rep["profile"] if n["op"] == "conv2d"]
+
+
 def main() -> None:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--boards", default="rk3588,rv1126,licheepi4a")
-    p.add_argument("--models", default="simplenet,mobilenet")
+    p.add_argument("--boards", default="rk3588,rv1126,licheepi4a,k230")
+    p.add_argument("--models", default="simplenet,mobilenet_v2")
     p.add_argument("--runs", type=int, default=3)
     p.add_argument("--bench-runs", type=int, default=10)
     p.add_argument("--prepare", action="store_true", help="prepare build/ort-aarch64/ (root, apt and pip registries)")
     p.add_argument("--write", action="store_true")
     args = p.parse_args()
-    import torch
-
-    import dtorch as dt
     from dtorch.edge.emulate import emulate
     from dtorch.edge.emulate.docker import docker_engine_answers
     from dtorch.edge.emulate.plugin import build_plugin
@@ -167,25 +178,26 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         for name in args.models.split(","):
-            dmodel, tmodel, _ = build(name)
-            shape = SIZES[name]
-            x = np.random.default_rng(0).standard_normal(shape, dtype=np.float32)
-            dpath, opath, npy = tmp / f"{name}.dtm", tmp / f"{name}.onnx", tmp / f"{name}.npy"
-            dt.export(dmodel, dt.from_numpy(x), str(dpath), bundle_example=True)
-            torch.onnx.export(tmodel, (torch.from_numpy(x),), str(opath), input_names=["input"],
-                              output_names=["output"], dynamo=False)
-            np.save(npy, x)
+            opath, dpath, npy, _ = bench_onnx.export_and_import(name, tmp)
+            shape = np.load(npy).shape
             reports = {}
             for board in args.boards.split(","):
                 rep = emulate(board, model=dpath, runner="local", runs=args.runs, bench_runs=args.bench_runs,
-                              out=tmp / "dist", log=lambda _m: None, progress=False)
+                              data=[npy], out=tmp / "dist", log=lambda _m: None, progress=False)
                 reports[board] = rep
                 f = rep.figures
+                portable = emulate(board, bundle=tmp / "dist" / board, model=tmp / "dist" / board / dpath.name,
+                                   runner="local", runs=1, bench_runs=1, data=[npy], kernels="exact",
+                                   log=lambda _m: None, progress=False).figures["instructions"]["per_inference"]
+                ins = f["instructions"]["per_inference"]
+                sets = sorted({s for s in _node_sets(tmp / "dist" / board, dpath.name, npy, board)})
                 est = f["estimate"]["latency_ms"] if f.get("estimate") else float("nan")
-                rows.append(f"| {name} {shape[2]}x{shape[3]} | {board} | {'PASS' if f['parity']['pass'] else 'FAIL'} | "
+                rows.append(f"| {name} {shape[2]}x{shape[3]} | {board} | {', '.join(sets)} | "
+                            f"{'PASS' if f['parity']['pass'] else 'FAIL'} | "
+                            f"{f['parity']['fast_vs_portable_max_rel']:.1e} | "
                             f"{f['cold_start']['median_ms']:.0f} | {f['latency_ms']['p50']:.1f} / "
                             f"{f['latency_ms']['p90']:.1f} / {f['latency_ms']['p99']:.1f} | "
-                            f"{f['instructions']['per_inference'] / 1e6:.1f} | "
+                            f"{ins / 1e6:.1f} / {portable / 1e6:.1f} ({ins / portable:.2f}x) | "
                             f"{f['memory']['runtime_peak_bytes'] / 2**20:.2f} | "
                             f"{'yes' if f['memory']['fits'] else 'NO'} | {f['size']['dtorch_run_bytes'] / 1024:.0f} | "
                             f"{f['size']['bundle_bytes'] / 1024:.0f} | {est:.2f} |")
@@ -208,20 +220,23 @@ def main() -> None:
                 print(ort_rows[-1], flush=True)
             elif why:
                 ort_rows.append(f"| {name} | n/a | n/a | n/a ({why}) |")
-    head = ("| model | board | parity | cold start ms | latency p50 / p90 / p99 ms | instructions / inference (M) | "
-            "runtime peak MiB | fits | dtorch-run KiB | bundle KiB | board latency ms (estimate) |\n"
-            "|---|---|---|---:|---:|---:|---:|---|---:|---:|---:|")
+    head = ("| model | board | conv kernels (fast) | parity | fast vs portable (x scale) | cold start ms | "
+            "latency p50 / p90 / p99 ms | instructions / inference (M): fast / portable | runtime peak MiB | fits | "
+            "dtorch-run KiB | bundle KiB | board latency ms (estimate) |\n"
+            "|---|---|---|---|---:|---:|---:|---:|---:|---|---:|---:|---:|")
     ort_head = ("| model | latency p50 ms, docker: dtorch / ORT | instructions / inference (M): dtorch / ORT | "
                 "installed: dtorch bundle / ORT aarch64 package |\n|---|---:|---:|---:|")
     body = ("Every figure is emulated (QEMU 7.2 user mode on this x86-64 VM, local runner, 1 thread) except the last "
             "column, an estimate for the real board from its board file (dtorch/edge/emulate/estimate.py). Instructions "
             "are guest instructions counted by the project's TCG plugin: deterministic, the figure to compare across "
-            "changes. The board binaries run the portable kernels (no NEON/RVV kernel set yet).\n\n" + head + "\n"
+            "changes. Fast = the board's SIMD kernel set where its ISA has one (neon64 on aarch64 boards listing neon; the "
+            "armv7 and riscv64 boards have none yet, so fast = portable there), portable = the same bundle run with "
+            "--kernels exact. Cold start, latency, memory and the estimate are of the fast kernels.\n\n" + head + "\n"
             + "\n".join(rows) + "\n\nONNX Runtime 1.32.0 (manylinux aarch64 wheel) beside dtorch's rk3588 bundle, "
             "same qemu-aarch64 -cpu cortex-a76. Comparable: both run single-threaded on the same emulated CPU; "
             "latency is the p50 of in-process runs, both in FROM scratch containers. Not comparable: ORT's process is "
-            "CPython (each timed run includes a Python call), ORT uses hand-written NEON kernels (MLAS) where dtorch's "
-            "board build has only portable C++, and ORT's instruction count is the difference of two CPython processes "
+            "CPython (each timed run includes a Python call), and ORT's instruction count is the difference of two "
+            "CPython processes "
             f"({1 + ORT_RUNS} inferences minus 1, over {ORT_RUNS}), whose start-up counts differ from process to "
             "process: the +- is that spread, from two 1-inference processes, per inference. ORT needs a Cortex-A76 "
             "/proc/cpuinfo under QEMU (see the script).\n\n"

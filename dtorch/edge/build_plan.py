@@ -192,14 +192,18 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
         for group in (*_AGENT_GROUPS, *extra):
             agent += group_sources(group)
     scripts = _LIBCXX_LINK_SCRIPTS if libcxx else ()
-    # A host build also carries the host's ISA kernel sets of the listed operators (registered only on CPUs that
-    # have their ISA); boards run the portable kernels (the bits every board shares).
-    if b.name == "host" and b.arch == host_arch() and found.kind in ("gcc", "clang"):
-        for ks in groups.kernel_sets(host_arch()):
-            cat = kernel_catalog(runtime, ks.name)
-            isa = [Source(p, p.relative_to(runtime).as_posix(), ks.flags) for p in cat.select(op_list)]
-            sources += isa
-            agent += isa
+    # A host build carries the host's ISA kernel sets of the listed operators (registered only on CPUs that have
+    # their ISA); a board build the sets its ISA list calls for (kernel_set.json `requires`, e.g. neon64 on boards
+    # listing "neon"). Every board keeps the portable kernels too: the "exact" policy runs their bits.
+    if b.name == "host":
+        chosen = groups.kernel_sets(host_arch()) if b.arch == host_arch() and found.kind in ("gcc", "clang") else []
+    else:
+        chosen = [ks for ks in groups.kernel_sets(b.arch) if ks.for_board(b.arch, b.isa)]
+    for ks in chosen:
+        cat = kernel_catalog(runtime, ks.name)
+        isa = [Source(p, p.relative_to(runtime).as_posix(), ks.flags) for p in cat.select(op_list)]
+        sources += isa
+        agent += isa
 
     h = hashlib.sha256()
     version = _runtime_version(runtime)

@@ -566,13 +566,16 @@ _RUNNER_HELP = "local: QEMU user mode here; docker: the same in a FROM scratch c
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=600.0, show_default=True,
               help="Seconds one emulated run may take before it is killed.")
 @click.option("--no-instructions", is_flag=True, help="Skip counting guest instructions.")
+@click.option("--kernels", type=click.Choice(["fast", "exact"]), default="fast", show_default=True,
+              help="Kernel policy of the timed and counted runs: fast (the board's SIMD set where it has one) or exact "
+                   "(the portable bits); parity checks both.")
 @click.option("--out", type=click.Path(file_okay=False, path_type=Path), default=Path("dist"), show_default=True,
               help="Where a bundle built for --model goes.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), default=None,
               help="Write the figures as JSON to this file ('-': standard output).")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def emulate(board: str, model: Path | None, bundle: Path | None, runner: str, runs: int, bench_runs: int,
-            data: tuple[Path, ...], threads: int, timeout: float, no_instructions: bool, out: Path,
+            data: tuple[Path, ...], threads: int, timeout: float, no_instructions: bool, kernels: str, out: Path,
             json_out: Path | None, quiet: bool) -> None:
     """Run a model on an emulated board and report parity, cold start, latency, guest instructions, peak memory and
     size (all emulated) and an estimate of the real board's latency. Exit 1 when parity fails or the model does not
@@ -587,7 +590,7 @@ def emulate(board: str, model: Path | None, bundle: Path | None, runner: str, ru
     try:
         rep = run_emulation(board, model=model, bundle=bundle, runner=runner, runs=runs, bench_runs=bench_runs,
                             data=list(data), timeout=timeout, threads=threads, count_instructions=not no_instructions,
-                            out=out, log=log, progress=not quiet)
+                            out=out, log=log, progress=not quiet, kernels=kernels)
     except EmulateError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)

@@ -2,6 +2,8 @@
 
 A kernel set's files are compiled with extra ISA flags (e.g. -mavx2 -mfma) on top of the runtime's, and only for
 the architectures it names; each of its kernels registers itself at start-up only on a CPU that has the ISA.
+A set that lists `requires` (board ISA features, e.g. ["neon"]) also goes into the cross builds of the boards whose
+board file lists them all (dtorch.edge.build_plan: chosen at build time, by the board's ISA list).
 Every build of the runtime (setup.py for the Python module, SConstruct for dtorch-run, dtorch.edge.build_plan
 for a host board build) takes the sets from here, so adding a set touches no build code.
 
@@ -35,6 +37,13 @@ class KernelSet:
     folder: Path                # runtime/kernels/<name>
     arch: tuple[str, ...]       # architectures it is built for (platform.machine() spelling: x86_64, aarch64)
     isa_flags: tuple[str, ...]  # the ISA flags of its files
+    requires: tuple[str, ...] = ()  # board ISA features (a board file's `isa` list) it needs; () = a host-only set
+
+    def for_board(self, arch: str, isa: tuple[str, ...] | list[str]) -> bool:
+        """Whether a cross build for a board of `arch` whose ISA list is `isa` takes this set: the architecture is
+        one of the set's and the board lists every feature the set requires. Host-only sets (no `requires`, e.g.
+        the x86-64 ones, which check the CPU when they register) never go to a board."""
+        return bool(self.requires) and arch in self.arch and set(self.requires) <= set(isa)
 
     @property
     def flags(self) -> tuple[str, ...]:
@@ -66,7 +75,10 @@ def kernel_sets(runtime_dir: str | os.PathLike[str], arch: str | None = None) ->
             raise KernelSetError(f"{desc}: 'arch' must be a non-empty list of architecture names")
         if not (isinstance(flags, list) and all(isinstance(f, str) and f.startswith("-") for f in flags)):
             raise KernelSetError(f"{desc}: 'flags' must be a list of compiler flags")
-        ks = KernelSet(name, desc.parent, tuple(archs), tuple(flags))
+        req = data.get("requires", [])
+        if not (isinstance(req, list) and all(isinstance(f, str) and f for f in req)):
+            raise KernelSetError(f"{desc}: 'requires' must be a list of board ISA features (a board file's `isa`)")
+        ks = KernelSet(name, desc.parent, tuple(archs), tuple(flags), tuple(req))
         if arch is None or arch in ks.arch:
             out.append(ks)
     return out

@@ -80,6 +80,7 @@ constexpr int kPortableKernelRank = 0;
 constexpr int kX86KernelRank = 10;
 constexpr int kAvx2KernelRank = 15;
 constexpr int kAvx512KernelRank = 20;
+constexpr int kNeon64KernelRank = 15;  // aarch64 boards (kernels/neon64): ranks above portable there
 
 struct KernelDef {
   const char* op;    // the operator name (= schema->name)

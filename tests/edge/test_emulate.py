@@ -100,6 +100,10 @@ def test_bit_parity_with_the_host_on_real_digits(models, bundles, digits, board,
     assert p["host_bits_equal"], p
     assert p["pass"] and p["vs_host_max_abs"] == 0.0
     assert p["eager_checked"] == 1 and p["vs_eager_max_rel"] <= 1e-5
+    # fast kernels vs portable: within tolerance, and not the portable bits on rk3588 (its neon64 set runs the
+    # convolutions); boards without a SIMD set run the portable kernels under either policy
+    assert p["fast_vs_portable_max_rel"] <= 1e-5
+    assert (p["fast_vs_portable_max_rel"] > 0) == (board == "rk3588"), p
     j = rep.to_json()
     assert j["emulated"] is True and j["board"] == board and j["runner"] == "local"
     for key in ("parity", "cold_start", "latency_ms", "memory", "instructions"):

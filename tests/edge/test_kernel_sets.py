@@ -19,8 +19,19 @@ def test_the_x86_64_sets_and_their_flags():
     assert sets["avx512"].flags[-1] == "-DDTORCH_KERNEL_ISA=isa_avx512"
     assert "-mavx512f" in sets["avx512"].flags and "-mfma" in sets["avx2"].flags
     assert all(ks.sources() for ks in sets.values())
-    assert {ks.name for ks in kernel_sets(RUNTIME, "aarch64")} == set()  # boards never see the x86-64 sets
+    assert {ks.name for ks in kernel_sets(RUNTIME, "aarch64")} == {"neon64"}  # boards never see the x86-64 sets
     assert {ks.name for ks in kernel_sets(RUNTIME, "x86_64")} == {"x86", "avx2", "avx512"}
+
+
+def test_a_board_takes_the_sets_its_isa_list_calls_for():
+    sets = {ks.name: ks for ks in kernel_sets(RUNTIME)}
+    neon = sets["neon64"]
+    assert neon.requires == ("neon",) and neon.flags == ("-DDTORCH_KERNEL_ISA=isa_neon64",)
+    assert neon.for_board("aarch64", ["armv8.2-a", "neon", "dotprod"])
+    assert not neon.for_board("aarch64", ["armv8-a"])            # an aarch64 board file without neon
+    assert not neon.for_board("armv7", ["armv7-a", "neon"])       # the right feature, another architecture
+    # host-only sets (no `requires`: they check the CPU when they register) never go to a board
+    assert not any(sets[n].for_board("x86_64", ["avx2", "fma", "avx512f"]) for n in ("x86", "avx2", "avx512"))
 
 
 def _write(tmp_path: Path, folder: str, text: str) -> Path:
@@ -37,6 +48,10 @@ def _write(tmp_path: Path, folder: str, text: str) -> Path:
     ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": ["O2"]}), "'flags' must be a list of compiler"),
     ("Neon", json.dumps({"name": "Neon", "arch": ["aarch64"], "flags": []}), "must be the folder's name"),
     ("neon", json.dumps(["neon"]), "must be the folder's name"),
+    ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": [], "requires": "neon"}),
+     "'requires' must be a list of board ISA features"),
+    ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": [], "requires": [""]}),
+     "'requires' must be a list of board ISA features"),
 ])
 def test_bad_kernel_set_files_are_named(tmp_path, folder, text, match):
     root = _write(tmp_path, folder, text)

@@ -8,7 +8,8 @@
 3. Inputs: the `--data` .npy files (each one run's input), else the model's bundled test vector, else zeros.
 4. Figures, all labelled "emulated" (QEMU's time is not the board's):
    - parity: every input run on the board's dtorch-run vs the host runtime (same bits) and vs eager (the bundled
-     test vector's output, or an `eager` function's) within 1e-5 x the output scale: PASS/FAIL;
+     test vector's output, or an `eager` function's) within 1e-5 x the output scale, and the board's fast kernels
+     (its SIMD set where the board's ISA has one) vs the host's portable outputs within the same tolerance: PASS/FAIL;
    - cold start: exec of a fresh dtorch-run to its first output (its {"event": "first_output"} line), median of N;
    - latency: p50/p90/p99 of M in-process runs after a warm-up (dtorch-run --bench M);
    - guest instructions per inference (local runner): the count of `--repeat 2` minus that of `--repeat 1`, from the
@@ -187,10 +188,14 @@ def emulate(board: str, *, model: str | os.PathLike[str] | None = None, bundle: 
             runner: str = "auto", runs: int = 5, bench_runs: int = 20, data: Sequence[str | os.PathLike[str]] = (),
             timeout: float = 600.0, threads: int = 1, count_instructions: bool = True, out: str | os.PathLike[str] = "dist",
             eager: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None, log: Callable[[str], None] = print,
-            progress: bool = True, root: str | os.PathLike[str] | None = None) -> EmulationReport:
+            progress: bool = True, root: str | os.PathLike[str] | None = None,
+            kernels: str = "fast") -> EmulationReport:
     """Run a bundle (or build one from `model`) on `board`'s emulator and measure it; see the module docstring.
     `eager(inputs) -> outputs` is the reference for inputs without one in the file; `root` is another resource
-    root for the board and profile files (tests)."""
+    root for the board and profile files (tests). `kernels`: the policy the cold start, latency and instruction runs
+    use ("fast": the board's SIMD set where it has one; "exact": the portable bits); parity checks both."""
+    if kernels not in ("fast", "exact"):
+        raise EmulateError(f"kernels must be 'fast' or 'exact', not {kernels!r}")
     from ..._export.errors import DtmFormatError
     from ..._export.reader import read_dtm
     from ..boards import BoardError, load_board
@@ -238,7 +243,7 @@ def emulate(board: str, *, model: str | os.PathLike[str] | None = None, bundle: 
         try:
             figures = _measure(r, b, dtm, dtm_path, model_arg, samples, work, runs=runs, bench_runs=bench_runs,
                                timeout=timeout, threads=threads, count_instructions=count_instructions, eager=eager,
-                               progress=progress)
+                               progress=progress, kernels=kernels)
         finally:
             r.close()
     files = {p.name: p.stat().st_size for p in bundle_dir.iterdir() if p.is_file()}
@@ -259,7 +264,8 @@ def emulate(board: str, *, model: str | os.PathLike[str] | None = None, bundle: 
 
 def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, samples: list[tuple[str, list[np.ndarray]]],
              work: Path, *, runs: int, bench_runs: int, timeout: float, threads: int, count_instructions: bool,
-             eager: Callable[[list[np.ndarray]], list[np.ndarray]] | None, progress: bool) -> dict[str, Any]:
+             eager: Callable[[list[np.ndarray]], list[np.ndarray]] | None, progress: bool,
+             kernels: str = "fast") -> dict[str, Any]:
     import dtorch.runtime as rt
 
     mode = "native" if b.emulator.kind == "native" else "emulated"  # the host board runs for real
@@ -286,11 +292,12 @@ def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, sample
     sample_args = [input_args(k, arrays) for k, (_, arrays) in enumerate(samples)]  # written once, run many times
 
     try:
-        # parity: every sample, board dtorch-run (exact kernels: the portable bits) vs the host runtime and eager
+        # parity: every sample, board dtorch-run (exact kernels: the portable bits) vs the host runtime and eager;
+        # then the board's fast kernels (its SIMD set, e.g. neon64) vs the same portable outputs, within tolerance
         host = rt.InferenceSession(str(dtm_path), kernels="portable")
         names = [i.name for i in host.get_inputs()]
-        worst_host = worst_eager = 0.0
-        bits_equal, eager_ok, eager_checked = True, True, 0
+        worst_host = worst_eager = worst_fast = 0.0
+        bits_equal, eager_ok, eager_checked, fast_ok = True, True, 0, True
         digests = []
         for k, (label, arrays) in enumerate(samples):
             outs = [f"out_{k}_{j}.npy" for j in range(len(dtm.outputs))]
@@ -306,6 +313,18 @@ def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, sample
                 bits_equal &= g.shape == w.shape and g.dtype == w.dtype and g.tobytes() == w.tobytes()
                 if g.shape == w.shape:
                     worst_host = max(worst_host, float(np.max(np.abs(g.astype(np.float64) - w))) if g.size else 0.0)
+            fast_args = [model_arg, *sample_args[k], "--kernels", "fast", "--json", "--threads", str(threads)]
+            for o in outs:
+                fast_args += ["--output", r.work(o)]
+            _json_lines(r.run(fast_args, timeout=timeout), f"the fast-kernel run on {label}")
+            for o, w in zip(outs, want):
+                g = np.load(work / o)
+                w = np.asarray(w)
+                err = float(np.max(np.abs(g.astype(np.float64) - w))) / _scale(w) if w.size else 0.0
+                if not np.issubdtype(w.dtype, np.floating):
+                    err = 0.0 if g.tobytes() == w.tobytes() else float("inf")  # integer outputs: the same values
+                worst_fast = max(worst_fast, err if g.shape == w.shape else float("inf"))
+                fast_ok &= g.shape == w.shape and err <= PARITY_TOLERANCE
             ref = None
             if eager is not None:
                 ref = eager(arrays)
@@ -324,10 +343,11 @@ def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, sample
                   "vs_host_max_abs": worst_host,
                   "vs_eager_max_rel": worst_eager if eager_checked else None, "eager_checked": eager_checked,
                   "eager_tolerance": PARITY_TOLERANCE,
-                  "pass": bool(bits_equal and eager_ok), "label": mode}
+                  "fast_vs_portable_max_rel": worst_fast, "fast_tolerance": PARITY_TOLERANCE,
+                  "pass": bool(bits_equal and eager_ok and fast_ok), "label": mode}
 
         # cold start: fresh processes to their first output
-        first_args = [model_arg, *sample_args[0], "--json", "--threads", str(threads)]
+        first_args = [model_arg, *sample_args[0], "--json", "--threads", str(threads), "--kernels", kernels]
         walls, inside = [], []
         for _ in range(runs):
             res = r.run(first_args, timeout=timeout)
@@ -370,7 +390,7 @@ def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, sample
         elif CAP_INSTRUCTIONS not in r.capabilities:
             insns["note"] = f"the {r.name} runner cannot count instructions (use --runner local)"
         else:
-            base = [model_arg, *sample_args[0], "--threads", "1"]
+            base = [model_arg, *sample_args[0], "--threads", "1", "--kernels", kernels]
             counts = []
             for n in (1, 2):
                 c = r.run([*base, "--repeat", str(n)], timeout=timeout, count_instructions=True)
@@ -385,4 +405,4 @@ def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, sample
         if bar is not None:
             bar.close()
     return {"parity": parity, "cold_start": cold, "latency_ms": lat, "memory": mem, "instructions": insns,
-            "threads": threads, "label": mode}
+            "threads": threads, "kernels": kernels, "label": mode}

@@ -27,11 +27,12 @@ def human_lines(rep: Any) -> list[str]:
     lines = [f"{rep.board}: {rep.runner} runner, {rep.emulator}; all figures {tag} unless marked estimate",
              f"  parity ({tag}): {'PASS' if p['pass'] else 'FAIL'}: host runtime bits "
              f"{'identical' if p['host_bits_equal'] else 'DIFFER'} (max abs diff {p['vs_host_max_abs']:.2e}), vs eager "
-             f"{eager}; {len(p['inputs'])} input(s)",
+             f"{eager}; fast kernels vs portable {p.get('fast_vs_portable_max_rel', 0.0):.2e} x output scale "
+             f"(tolerance {p.get('fast_tolerance', 1e-5):g}); {len(p['inputs'])} input(s)",
              f"  cold start ({tag}): {c['median_ms']:.1f} ms median of {c['runs']} fresh processes "
              f"({c['what']}); inside dtorch-run {c['in_process_median_ms']:.1f} ms",
              f"  latency ({tag}): p50 {lat['p50']:.2f} ms, p90 {lat['p90']:.2f} ms, p99 {lat['p99']:.2f} ms over "
-             f"{lat['runs']} runs, {lat['threads']} thread(s)"]
+             f"{lat['runs']} runs, {lat['threads']} thread(s), {f.get('kernels', 'fast')} kernels"]
     if ins.get("per_inference") is not None:
         lines.append(f"  guest instructions per inference ({tag}, deterministic): {ins['per_inference']:,}")
     else:

@@ -21,17 +21,26 @@
 #define DTORCH_ISA isa_baseline
 #endif
 
-// DTORCH_REGISTER_ISA_KERNEL(set, rank, bit_exact, supported, op, dtype, infer, run, prepare): what each x86 ISA kernel set's own registration macro expands to (kernels/x86/x86.h,
-// kernels/avx2/avx2.h, kernels/avx512/avx512.h). It defines the kernel's constant-initialized KernelEntry
-// (core/kernel.h), which a function compiled for the baseline x86-64 ISA (no-sse3: nothing newer runs before the
-// check) links into the registry only when `supported()` says this CPU runs the set. One per file: the names are
+// DTORCH_BASELINE_TARGET: compiles a function for the architecture's baseline ISA inside a file built with extra
+// ISA flags (x86-64: target("no-sse3") turns off everything -mavx2 / -mavx512f imply). Nothing on Arm and RISC-V,
+// whose sets are chosen at build time by the board's ISA list (their `supported()` is a constant).
+#if defined(__x86_64__) || defined(__i386__)
+#define DTORCH_BASELINE_TARGET __attribute__((target("no-sse3")))
+#else
+#define DTORCH_BASELINE_TARGET
+#endif
+
+// DTORCH_REGISTER_ISA_KERNEL(set, rank, bit_exact, supported, op, dtype, infer, run, prepare): what each ISA kernel set's own registration macro expands to (kernels/x86/x86.h,
+// kernels/avx2/avx2.h, kernels/avx512/avx512.h, kernels/neon64/neon64.h). It defines the kernel's constant-initialized KernelEntry
+// (core/kernel.h), which a function compiled for the baseline ISA (DTORCH_BASELINE_TARGET: nothing newer runs before
+// the check) links into the registry only when `supported()` says this CPU runs the set. One per file: the names are
 // fixed within the file.
 #define DTORCH_REGISTER_ISA_KERNEL(set, rank, bit_exact, supported, op, dtype, infer, run, prepare)                 \
   static ::dtorch::KernelEntry dtorch_isa_kernel_entry{                                                            \
       ::dtorch::KernelDef{DTORCH_OP_SCHEMA(op).name, dtype, infer, run, ::dtorch::schema_arity(DTORCH_OP_SCHEMA(op)), \
                           set, rank, bit_exact, prepare, &DTORCH_OP_SCHEMA(op)},                                     \
       nullptr};                                                                                                    \
-  __attribute__((target("no-sse3"), noinline)) static bool dtorch_isa_register_kernel() {                          \
+  DTORCH_BASELINE_TARGET __attribute__((noinline)) static bool dtorch_isa_register_kernel() {                          \
     return supported() && ::dtorch::register_kernel(&dtorch_isa_kernel_entry);                                    \
   }                                                                                                                \
   static const bool dtorch_isa_kernel_registered = dtorch_isa_register_kernel()

@@ -1,0 +1,137 @@
+"""The neon64 kernel set (runtime/kernels/neon64/) on an emulated rk3588: chosen by the board's ISA list at build
+time, within the documented tolerance (1e-5 x output scale) of the portable kernels on every convolution shape its
+code paths split on, the same bits for any thread count, and never taken by the "exact" policy, which keeps the
+portable bits the host shares.
+
+One rk3588 bundle holds every case (a pruned build with the neon64 conv2d); the binaries run under qemu-aarch64 -cpu
+cortex-a76 (QEMU and the cross toolchains come from scripts/setup.sh)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import dtorch as dt
+import dtorch.nn as nn
+import dtorch.runtime as rt
+from dtorch.edge.boards import load_board
+from dtorch.edge.build import build_bundle
+from dtorch.edge.build_plan import make_plan
+from dtorch.edge.oplist import OpList
+
+TOLERANCE = 1e-5  # x the output scale, as the x86 FMA sets (kernels/neon64/neon64.h)
+
+# name: (in channels, out channels, kernel (h, w), stride, padding, dilation, groups, input (n, h, w), activation, bias)
+# Each case exercises a path of kernels/neon64/conv2d.cc: the GEMM's 8- and 4-row tiles and partial 12-column
+# panels, K blocks (K > 256), the im2col fill's whole-panel and run-by-run copies for column strides 1, 2 and
+# others, the 1x1 in-place B, groups, and the depthwise ring (3x3 row pairs and single rows, other kernel sizes,
+# strides and dilations, chunked wide rows).
+CASES = {
+    "dense3x3": (8, 16, (3, 3), 1, 1, 1, 1, (2, 13, 13), "relu", True),
+    "dense3x3_s2": (5, 12, (3, 3), 2, 1, 1, 1, (1, 17, 16), None, True),
+    "stem7x7_s2": (3, 20, (7, 7), 2, 3, 1, 1, (1, 31, 29), "relu", True),
+    "k_blocks": (64, 40, (3, 3), 1, 1, 1, 1, (1, 9, 11), "relu6", True),   # K = 576: 3 blocks of 192
+    "pointwise": (24, 36, (1, 1), 1, 0, 1, 1, (2, 10, 10), None, True),   # 100 positions: a partial panel
+    "pointwise_4rows": (7, 3, (1, 1), 1, 0, 1, 1, (1, 7, 7), "relu6", False),
+    "pointwise_s2": (16, 24, (1, 1), 2, 0, 1, 1, (1, 15, 15), None, True),
+    "grouped": (8, 12, (3, 3), 1, 1, 1, 4, (1, 9, 9), None, True),
+    "dilated": (6, 10, (3, 3), 1, 2, 2, 1, (1, 12, 12), "hardtanh", True),
+    "stride3_5x5": (4, 9, (5, 5), 3, 2, 1, 1, (1, 19, 19), None, True),
+    "rect_kernel": (4, 6, (1, 3), (1, 2), (0, 1), 1, 1, (1, 6, 21), "leaky_relu", True),
+    "dw3x3": (16, 16, (3, 3), 1, 1, 1, 16, (1, 37, 37), "relu6", True),     # odd rows: pairs + a single row
+    "dw3x3_s2": (16, 16, (3, 3), 2, 1, 1, 16, (2, 40, 40), None, False),
+    "dw3x3_small": (24, 24, (3, 3), 1, 1, 1, 24, (1, 7, 7), "relu6", True),
+    "dw5x5": (8, 8, (5, 5), 1, 2, 1, 8, (1, 23, 23), "relu", True),
+    "dw3x3_s3": (4, 4, (3, 3), 3, 1, 1, 4, (1, 20, 20), None, True),
+    "dw3x3_dilated": (4, 4, (3, 3), 1, 2, 2, 4, (1, 16, 18), None, True),
+    "dw3x3_wide": (2, 2, (3, 3), 1, 1, 1, 2, (1, 5, 1500), None, True),  # rows chunked to fit the ring
+    "dw_no_pad": (8, 8, (3, 3), 1, 0, 1, 8, (1, 10, 10), "relu", True),
+}
+ACTS = {"relu": nn.ReLU, "relu6": nn.ReLU6, "hardtanh": lambda: nn.Hardtanh(-0.5, 0.25),
+        "leaky_relu": lambda: nn.LeakyReLU(0.1)}
+
+
+@pytest.fixture(scope="module")
+def bundle(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    root = tmp_path_factory.mktemp("neon64_cases")
+    paths = []
+    for name, (ci, co, k, s, p, d, g, (n, h, w), act, bias) in CASES.items():
+        dt.manual_seed(0)
+        layers = [nn.Conv2d(ci, co, k, stride=s, padding=p, dilation=d, groups=g, bias=bias)]
+        if act:
+            layers.append(ACTS[act]())
+        x = dt.randn(n, ci, h, w)
+        dt.export(nn.Sequential(*layers).eval(), x, str(root / f"{name}.dtm"))
+        np.save(root / f"{name}.npy", x.numpy())
+        paths.append(root / f"{name}.dtm")
+    res = build_bundle("rk3588", paths, out=root / "dist", compare_full=False, agent=False, log=lambda _m: None,
+                       progress=False)
+    return res.dist, root
+
+
+def _run(bundle: tuple[Path, Path], name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    dist, root = bundle
+    argv = load_board("rk3588").emulator.command(dist / "dtorch-run", str(dist / f"{name}.dtm"), "--input",
+                                                 str(root / f"{name}.npy"), *args)
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert r.returncode == 0, r.stderr
+    return r
+
+
+def _output(bundle: tuple[Path, Path], name: str, tag: str, *args: str) -> np.ndarray:
+    out = bundle[1] / f"{name}.{tag}.npy"
+    _run(bundle, name, "--output", str(out), *args)
+    return np.load(out)
+
+
+def _kernel_sets(bundle: tuple[Path, Path], name: str, kernels: str) -> list[str]:
+    r = _run(bundle, name, "--bench", "1", "--profile", "--json", "--threads", "1", "--kernels", kernels)
+    rep = [json.loads(line) for line in r.stdout.splitlines() if '"profile"' in line][-1]
+    return [n["kernel_set"] for n in rep["profile"]]
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_neon64_conv2d_within_tolerance_of_portable(bundle, name):
+    dist, root = bundle
+    x = np.load(root / f"{name}.npy")
+    host = rt.InferenceSession(str(dist / f"{name}.dtm"), kernels="portable")
+    want = host.run(None, {host.get_inputs()[0].name: x})[0]
+    fast = _output(bundle, name, "fast1", "--kernels", "fast", "--threads", "1")
+    assert fast.shape == want.shape and fast.dtype == np.float32
+    scale = max(1.0, float(np.max(np.abs(want))))
+    err = float(np.max(np.abs(fast.astype(np.float64) - want))) / scale
+    assert err <= TOLERANCE, f"{name}: {err:.3g} x scale"
+    # threads split work units only: the same bits
+    fast2 = _output(bundle, name, "fast2", "--kernels", "fast", "--threads", "2")
+    assert fast2.tobytes() == fast.tobytes()
+    # exact keeps the portable bits (the host's)
+    exact = _output(bundle, name, "exact", "--kernels", "exact", "--threads", "2")
+    assert exact.tobytes() == want.tobytes()
+
+
+@pytest.mark.parametrize("name", ["dense3x3", "pointwise", "dw3x3"])
+def test_fast_runs_neon64_and_exact_runs_portable(bundle, name):
+    assert _kernel_sets(bundle, name, "fast") == ["neon64"]
+    assert _kernel_sets(bundle, name, "exact") == ["portable"]
+
+
+def _sets(board: str, ops: OpList | None = None) -> set[str]:
+    plan = make_plan(board, ops=ops)
+    return {s.rel.split("/")[1] for s in plan.sources if s.rel.startswith("kernels/") and "kernels/common" not in s.rel}
+
+
+def test_the_board_isa_list_chooses_the_set():
+    conv = OpList.from_entries(["conv2d:float32", "relu:float32"])
+    assert _sets("rk3588", conv) == {"portable", "neon64"}          # aarch64, isa lists neon
+    assert _sets("rpi4", conv) == {"portable", "neon64"}
+    assert _sets("rk3588", OpList.from_entries(["relu:float32"])) == {"portable"}  # no neon64 kernel for relu
+    assert "neon64" not in _sets("rv1126", conv)                     # armv7: not an aarch64 set
+    assert "neon64" not in _sets("licheepi4a", conv)
+    plan = make_plan("rk3588", ops=conv)
+    (src,) = [s for s in plan.sources if s.rel == "kernels/neon64/conv2d.cc"]
+    assert "-DDTORCH_KERNEL_ISA=isa_neon64" in src.extra_flags
+    assert not any(s.rel.startswith(("kernels/avx", "kernels/x86")) for s in plan.sources)
