@@ -146,13 +146,14 @@ def ort_docker_p50(onnx: Path, npy: Path, runs: int) -> float:
         return docker_p50(ctx, ["/usr/bin/python3.11", "/ort.py", "/model.onnx", "/x.npy", str(runs), "1"])
 
 
-def _node_sets(dist: Path, model: str, npy: Path, board: str) -> list[str]:
-    """The kernel sets the board's dtorch-run runs the model's conv2d nodes with (fast policy)."""
+def _node_sets(dist: Path, npy: Path, board: str) -> list[str]:
+    """The kernel sets the board's dtorch-run runs the bundle's model's conv2d nodes with (fast policy)."""
     import json
 
     from dtorch.edge.boards import load_board
 
-    argv = load_board(board).emulator.command(dist / "dtorch-run", str(dist / model), "--input", str(npy), "--bench",
+    (model,) = sorted(dist.glob("*.dtm"))  # a bundle built for one model
+    argv = load_board(board).emulator.command(dist / "dtorch-run", str(model), "--input", str(npy), "--bench",
                                               "1", "--profile", "--json", "--threads", "1")
     out = subprocess.run(argv, check=True, capture_output=True, text=True, timeout=3600).stdout
     rep = [json.loads(line) for line in out.splitlines() if '"profile"' in line][-1]
@@ -186,11 +187,11 @@ def main() -> None:
                               data=[npy], out=tmp / "dist", log=lambda _m: None, progress=False)
                 reports[board] = rep
                 f = rep.figures
-                portable = emulate(board, bundle=tmp / "dist" / board, model=tmp / "dist" / board / dpath.name,
-                                   runner="local", runs=1, bench_runs=1, data=[npy], kernels="exact",
-                                   log=lambda _m: None, progress=False).figures["instructions"]["per_inference"]
+                portable = emulate(board, bundle=tmp / "dist" / board, model=None, runner="local", runs=1,
+                                   bench_runs=1, data=[npy], kernels="exact", log=lambda _m: None,
+                                   progress=False).figures["instructions"]["per_inference"]
                 ins = f["instructions"]["per_inference"]
-                sets = sorted({s for s in _node_sets(tmp / "dist" / board, dpath.name, npy, board)})
+                sets = sorted(set(_node_sets(tmp / "dist" / board, npy, board)))
                 est = f["estimate"]["latency_ms"] if f.get("estimate") else float("nan")
                 rows.append(f"| {name} {shape[2]}x{shape[3]} | {board} | {', '.join(sets)} | "
                             f"{'PASS' if f['parity']['pass'] else 'FAIL'} | "

@@ -296,7 +296,10 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
         return False
 
     log(f"board {plan.board.name} ({plan.board.arch}), toolchain {plan.toolchain.family} ({plan.found.version}), "
-        f"profile {plan.profile}, {len(op_list.entries())} op(s): {', '.join(op_list.entries())}")
+        f"profile {plan.profile}, {len(op_list.entries())} op(s): {', '.join(op_list.entries())}; kernel sets: "
+        f"{', '.join(['portable', *plan.kernel_sets])}")
+    for note in plan.kernel_set_notes:
+        log(note)
     up_to_date = run_build(plan, f"dtorch-run for {plan.board.name}", agent=agent)
     exe = root / plan.variant / "dtorch-run"
     agent_exe: Path | None = root / plan.variant / "dtorch-agent"

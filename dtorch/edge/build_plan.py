@@ -88,6 +88,8 @@ class BuildPlan:
     profile: str = ""          # "speed" (-O2) or "size" (-Os): the board's, or the one asked for
     link_scripts: tuple[str, ...] = ()  # linker scripts the link reads, relative to the root
     agent_sources: tuple[Source, ...] = ()  # dtorch-agent's (empty for a board without one: not a Linux board)
+    kernel_sets: tuple[str, ...] = ()       # the ISA kernel sets built in (beside portable)
+    kernel_set_notes: tuple[str, ...] = ()  # why a set the board's ISA calls for is not (e.g. its compiler)
 
     @property
     def profile_overridden(self) -> bool:
@@ -142,6 +144,7 @@ class BuildPlan:
             "runtime_hash": self.runtime_hash,
             "opset_hash": self.opset_hash, "ops": self.ops.entries(),
             "kernel_files": sorted(s.rel for s in self.sources if s.rel.startswith("kernels/")),
+            "kernel_sets": list(self.kernel_sets), "kernel_set_notes": list(self.kernel_set_notes),
             "variant": self.variant,
         }
 
@@ -195,10 +198,19 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
     # A host build carries the host's ISA kernel sets of the listed operators (registered only on CPUs that have
     # their ISA); a board build the sets its ISA list calls for (kernel_set.json `requires`, e.g. neon64 on boards
     # listing "neon"). Every board keeps the portable kernels too: the "exact" policy runs their bits.
+    notes: list[str] = []
     if b.name == "host":
         chosen = groups.kernel_sets(host_arch()) if b.arch == host_arch() and found.kind in ("gcc", "clang") else []
     else:
-        chosen = [ks for ks in groups.kernel_sets(b.arch) if ks.for_board(b.arch, b.isa)]
+        chosen = []
+        for ks in groups.kernel_sets(b.arch):
+            if not ks.for_board(b.arch, b.isa):
+                continue
+            if ks.builds_with(found.kind):
+                chosen.append(ks)
+            else:
+                notes.append(f"kernel set {ks.name} left out: {found.kind} does not build it (it needs "
+                             f"{' or '.join(ks.compilers)}); this build runs the portable kernels instead")
     for ks in chosen:
         cat = kernel_catalog(runtime, ks.name)
         isa = [Source(p, p.relative_to(runtime).as_posix(), ks.flags) for p in cat.select(op_list)]
@@ -221,4 +233,5 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
     h.update(f"\n{found.version}\n".encode())
     return BuildPlan(board=b, toolchain=tc, found=found, flags=flags, ops=op_list, root=base,
                      sources=tuple(sources), runtime_hash=h.hexdigest(), opset_hash=op_list.sha256(), runtime_version=version,
-                     profile=profile or b.profile, link_scripts=scripts, agent_sources=tuple(agent))
+                     profile=profile or b.profile, link_scripts=scripts, agent_sources=tuple(agent),
+                     kernel_sets=tuple(ks.name for ks in chosen), kernel_set_notes=tuple(notes))

@@ -3,7 +3,8 @@
 A kernel set's files are compiled with extra ISA flags (e.g. -mavx2 -mfma) on top of the runtime's, and only for
 the architectures it names; each of its kernels registers itself at start-up only on a CPU that has the ISA.
 A set that lists `requires` (board ISA features, e.g. ["neon"]) also goes into the cross builds of the boards whose
-board file lists them all (dtorch.edge.build_plan: chosen at build time, by the board's ISA list).
+board file lists them all (dtorch.edge.build_plan: chosen at build time, by the board's ISA list), when the build's
+compiler is one of its `compilers` (if it names any: RVV intrinsics need clang or zig).
 Every build of the runtime (setup.py for the Python module, SConstruct for dtorch-run, dtorch.edge.build_plan
 for a host board build) takes the sets from here, so adding a set touches no build code.
 
@@ -38,6 +39,12 @@ class KernelSet:
     arch: tuple[str, ...]       # architectures it is built for (platform.machine() spelling: x86_64, aarch64)
     isa_flags: tuple[str, ...]  # the ISA flags of its files
     requires: tuple[str, ...] = ()  # board ISA features (a board file's `isa` list) it needs; () = a host-only set
+    compilers: tuple[str, ...] = ()  # compiler kinds that build it ("gcc", "clang", "zig"); () = any
+
+    def builds_with(self, kind: str) -> bool:
+        """Whether a compiler of this kind (a found toolchain's: gcc, clang, zig) builds the set's files (e.g. RVV
+        intrinsics need clang)."""
+        return not self.compilers or kind in self.compilers
 
     def for_board(self, arch: str, isa: tuple[str, ...] | list[str]) -> bool:
         """Whether a cross build for a board of `arch` whose ISA list is `isa` takes this set: the architecture is
@@ -78,7 +85,10 @@ def kernel_sets(runtime_dir: str | os.PathLike[str], arch: str | None = None) ->
         req = data.get("requires", [])
         if not (isinstance(req, list) and all(isinstance(f, str) and f for f in req)):
             raise KernelSetError(f"{desc}: 'requires' must be a list of board ISA features (a board file's `isa`)")
-        ks = KernelSet(name, desc.parent, tuple(archs), tuple(flags), tuple(req))
+        comp = data.get("compilers", [])
+        if not (isinstance(comp, list) and all(c in ("gcc", "clang", "zig") for c in comp)):
+            raise KernelSetError(f"{desc}: 'compilers' must be a list of compiler kinds (gcc, clang, zig)")
+        ks = KernelSet(name, desc.parent, tuple(archs), tuple(flags), tuple(req), tuple(comp))
         if arch is None or arch in ks.arch:
             out.append(ks)
     return out

@@ -100,10 +100,10 @@ def test_bit_parity_with_the_host_on_real_digits(models, bundles, digits, board,
     assert p["host_bits_equal"], p
     assert p["pass"] and p["vs_host_max_abs"] == 0.0
     assert p["eager_checked"] == 1 and p["vs_eager_max_rel"] <= 1e-5
-    # fast kernels vs portable: within tolerance, and not the portable bits on rk3588 (its neon64 set runs the
-    # convolutions); boards without a SIMD set run the portable kernels under either policy
+    # fast kernels vs portable: within tolerance, and not the portable bits where a SIMD set runs the convolutions
+    # (rk3588: neon64, rv1126: neon32); licheepi4a has none and runs the portable kernels under either policy
     assert p["fast_vs_portable_max_rel"] <= 1e-5
-    assert (p["fast_vs_portable_max_rel"] > 0) == (board == "rk3588"), p
+    assert (p["fast_vs_portable_max_rel"] > 0) == (board in ("rk3588", "rv1126")), p
     j = rep.to_json()
     assert j["emulated"] is True and j["board"] == board and j["runner"] == "local"
     for key in ("parity", "cold_start", "latency_ms", "memory", "instructions"):
@@ -287,6 +287,21 @@ def test_cli_emulate_json_and_errors(models, bundles, tmp_path):
     data = json.loads((tmp_path / "out.json").read_text())
     assert data["emulated"] is True and data["parity"]["pass"]
     assert "latency (emulated): p50" in r.output and "estimate, not measured" in r.output
+    assert data["kernels"] == "fast" and "fast kernels" in r.output
+    # --kernels exact: the timed and counted runs take the portable kernels, which cost rk3588 more instructions
+    r = CliRunner().invoke(main, ["emulate", "--board", "rk3588", "--bundle", str(bundles["rk3588"]), "--model",
+                                  str(bundles["rk3588"] / models["simplenet"][1].name), "--runner", "local",
+                                  "--runs", "1", "--bench-runs", "1", "--kernels", "exact", "--json",
+                                  str(tmp_path / "exact.json"), "--quiet"])
+    assert r.exit_code == 0, r.output
+    exact = json.loads((tmp_path / "exact.json").read_text())
+    assert exact["kernels"] == "exact" and "exact kernels" in r.output
+    assert exact["instructions"]["per_inference"] > data["instructions"]["per_inference"]
+    r = CliRunner().invoke(main, ["emulate", "--board", "rk3588", "--bundle", str(bundles["rk3588"]), "--kernels",
+                                  "portable"])
+    assert r.exit_code == 2 and "'portable' is not one of 'fast', 'exact'" in r.output
+    with pytest.raises(EmulateError, match="kernels must be 'fast' or 'exact', not 'simd'"):
+        emulate("rk3588", bundle=bundles["rk3588"], kernels="simd", log=_quiet, progress=False)
     r = CliRunner().invoke(main, ["emulate", "--board", "rv1126", "--bundle", str(bundles["rk3588"]), "--quiet"])
     assert r.exit_code == 1
     err = [line for line in r.output.splitlines() if line.startswith("error: ")]

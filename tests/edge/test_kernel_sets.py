@@ -20,6 +20,8 @@ def test_the_x86_64_sets_and_their_flags():
     assert "-mavx512f" in sets["avx512"].flags and "-mfma" in sets["avx2"].flags
     assert all(ks.sources() for ks in sets.values())
     assert {ks.name for ks in kernel_sets(RUNTIME, "aarch64")} == {"neon64"}  # boards never see the x86-64 sets
+    assert {ks.name for ks in kernel_sets(RUNTIME, "armv7")} == {"neon32"}
+    assert {ks.name for ks in kernel_sets(RUNTIME, "riscv64")} == {"rvv"}
     assert {ks.name for ks in kernel_sets(RUNTIME, "x86_64")} == {"x86", "avx2", "avx512"}
 
 
@@ -30,6 +32,12 @@ def test_a_board_takes_the_sets_its_isa_list_calls_for():
     assert neon.for_board("aarch64", ["armv8.2-a", "neon", "dotprod"])
     assert not neon.for_board("aarch64", ["armv8-a"])            # an aarch64 board file without neon
     assert not neon.for_board("armv7", ["armv7-a", "neon"])       # the right feature, another architecture
+    assert sets["neon32"].for_board("armv7", ["armv7-a", "neon", "vfpv4", "thumb2"])
+    assert not sets["neon32"].for_board("armv7", ["armv7-a", "neon"])  # NEON without VFPv4: no fused multiply-add
+    rvv = sets["rvv"]
+    assert rvv.for_board("riscv64", ["rv64gcv", "rvv1.0", "vlen128"]) and not rvv.for_board("riscv64", ["rv64gc"])
+    assert rvv.builds_with("zig") and rvv.builds_with("clang") and not rvv.builds_with("gcc")
+    assert neon.builds_with("gcc") and neon.builds_with("zig")  # no `compilers`: any
     # host-only sets (no `requires`: they check the CPU when they register) never go to a board
     assert not any(sets[n].for_board("x86_64", ["avx2", "fma", "avx512f"]) for n in ("x86", "avx2", "avx512"))
 
@@ -52,6 +60,8 @@ def _write(tmp_path: Path, folder: str, text: str) -> Path:
      "'requires' must be a list of board ISA features"),
     ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": [], "requires": [""]}),
      "'requires' must be a list of board ISA features"),
+    ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": [], "compilers": ["icc"]}),
+     "'compilers' must be a list of compiler kinds"),
 ])
 def test_bad_kernel_set_files_are_named(tmp_path, folder, text, match):
     root = _write(tmp_path, folder, text)

@@ -22,36 +22,14 @@
 #include "kernels/avx2/gemm_fma.h"
 #include "kernels/common/activation.h"
 #include "kernels/common/conv_geometry.h"
+#include "kernels/common/fma_conv.h"
 #include "kernels/common/util.h"
 
 namespace dtorch {
 namespace {
 
-using kernels::op_error;
 namespace k2 = kernels::avx2;
-constexpr const char* kOp = "conv2d";
-
-const KernelDef* fallback() {
-  static const KernelDef* k = find_kernel(kOp, DType::kFloat32, KernelPolicy::kExact);
-  return k;
-}
-
-using Geo = kernels::FmaConvGeometry;  // read after the fallback's infer accepted the node
-
-size_t gemm_scratch(const Geo& g) {  // the packed weights of every group
-  return static_cast<size_t>(k2::packed_a_floats(g.og, g.cg * g.kh * g.kw) * g.groups) * sizeof(float);
-}
-
-Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
-  const KernelDef* f = fallback();
-  if (f == nullptr) return op_error(StatusCode::kInternal, kOp, "no bit-exact kernel is registered");
-  DTORCH_RETURN_IF_ERROR(f->infer(attrs, in, n_in, out, n_out, scratch_bytes));
-  Geo g{};
-  DTORCH_RETURN_IF_ERROR(kernels::fma_conv_geometry(kOp, attrs, in, out[0], &g));
-  if (g.gemm) *scratch_bytes = gemm_scratch(g);
-  if (g.depthwise) *scratch_bytes = 0;
-  return Status::Ok();
-}
+using Geo = kernels::FmaConvGeometry;
 
 // --- dense / grouped: the im2col fill of the GEMM ---------------------------------------------------------
 
@@ -234,88 +212,26 @@ struct Rows {
   }
 };
 
-// The weights of every group packed for the GEMM (pack_a panels, group after group): ap must hold gemm_scratch(g).
-void pack_weights(ThreadPool* pool, int64_t groups, int64_t og, int64_t kg, const float* w, float* ap) {
-  const int64_t tiles = kernels::ceil_div(og, k2::kMR), per_group = k2::packed_a_floats(og, kg);
-  kernels::parallel_chunks(pool, groups * tiles, 1, [&](int64_t b, int64_t e) {
-    for (int64_t u = b; u < e; ++u) {
-      const int64_t grp = u / tiles, t = u % tiles;
-      k2::pack_a(w + grp * og * kg, kg, 1, og, kg, t, t + 1, ap + grp * per_group);
-    }
-  });
-}
-
-// Load time: a constant weight of a dense or grouped convolution is packed once (depthwise weights are used as
-// they are). Nothing is kept when the weight is not a constant or the shapes are not ones infer would accept.
-Status prepare(const Attrs& attrs, const TensorView* in, int n_in, void* dst, size_t* bytes) {
-  *bytes = 0;
-  if (n_in < 2 || in[1].data == nullptr || in[1].dtype != DType::kFloat32 || in[1].shape.ndim != 4) return Status::Ok();
-  const int64_t groups = attrs.get_int("groups");
-  const int64_t o = in[1].shape.dims[0], cg = in[1].shape.dims[1], kh = in[1].shape.dims[2], kw = in[1].shape.dims[3];
-  if (groups < 1 || o < 1 || o % groups != 0 || cg < 1 || kh < 1 || kw < 1) return Status::Ok();
-  const int64_t og = o / groups;
-  if (cg == 1 && og == 1) return Status::Ok();  // depthwise
-  int64_t kg = 0, floats = 0;
-  if (!kernels::checked_mul(cg, kh * kw, &kg) ||
-      !kernels::checked_mul(k2::packed_a_floats(og, kg), groups, &floats) || floats > (int64_t{1} << 40))
-    return Status::Ok();
-  *bytes = static_cast<size_t>(floats) * sizeof(float);
-  if (dst != nullptr) pack_weights(nullptr, groups, og, kg, in[1].as<const float>(), static_cast<float*>(dst));
-  return Status::Ok();
-}
-
-void run_gemm(const KernelContext& ctx, const Geo& g, const float* x, const float* w, const float* bias, float* y) {
-  const int64_t kg = g.cg * g.kh * g.kw, ohw = g.oh * g.ow;
-  const int64_t per_group = k2::packed_a_floats(g.og, kg);
-  const float* ap = static_cast<const float*>(ctx.prepared);
-  if (ap == nullptr || ctx.prepared_bytes != gemm_scratch(g)) {  // not prepared at load: pack into scratch now
-    pack_weights(ctx.pool, g.groups, g.og, kg, w, static_cast<float*>(ctx.scratch));
-    ap = static_cast<const float*>(ctx.scratch);
+// The avx2 pieces of kernels/common/fma_conv.h's conv2d.
+struct Avx2 {
+  static constexpr int64_t kPanel = k2::kMR;
+  static size_t work_floats(const Geo&) { return 0; }
+  static bool takes_depthwise(const Geo&) { return true; }
+  static void depthwise(ThreadPool* pool, const Geo& g, const float* x, const float* w, const float* bias, float* y) {
+    k2::depthwise(pool, g, x, w, bias, y);
   }
-  for (int64_t n = 0; n < g.n; ++n) {
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const float* xg = x + (n * g.c + grp * g.cg) * g.h * g.w;
-      float* yg = y + (n * g.o + grp * g.og) * ohw;
-      kernels::Epilogue ep;
-      ep.bias = bias == nullptr ? nullptr : bias + grp * g.og;
-      ep.bias_per_row = true;
-      ep.act = g.act;
-      if (g.pointwise)
-        k2::gemm(ctx.pool, g.og, ohw, kg, ap + grp * per_group, Rows{xg, ohw}, yg, ohw, ep);
-      else
-        k2::gemm(ctx.pool, g.og, ohw, kg, ap + grp * per_group, Im2col{&g, xg}, yg, ohw, ep);
-    }
+  static void gemm_group(ThreadPool* pool, const Geo& g, const float* wg, const float* xg, kernels::Epilogue ep,
+                         float* yg, float*) {
+    const int64_t kg = g.cg * g.kh * g.kw, ohw = g.oh * g.ow;
+    ep.bias_per_row = true;
+    if (g.pointwise)
+      k2::gemm(pool, g.og, ohw, kg, wg, Rows{xg, ohw}, yg, ohw, ep);
+    else
+      k2::gemm(pool, g.og, ohw, kg, wg, Im2col{&g, xg}, yg, ohw, ep);
   }
-}
-
-Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-  const KernelDef* f = fallback();
-  if (f == nullptr) return op_error(StatusCode::kInternal, kOp, "no bit-exact kernel is registered");
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 2, 3));
-  if (in[0].shape.ndim != 4 || in[1].shape.ndim != 4 || out[0].shape.ndim != 4)
-    return f->run(ctx, in, n_in, out, n_out);  // the fallback reports the error
-  Geo g{};
-  DTORCH_RETURN_IF_ERROR(kernels::fma_conv_geometry(kOp, *ctx.attrs, in, out[0].shape, &g));
-  if (!kernels::conv_shapes_agree(g, in, out[0]) || (!g.gemm && !g.depthwise))
-    return f->run(ctx, in, n_in, out, n_out);  // other cases, or shapes infer did not accept: the fallback decides
-  const float* x = in[0].as<const float>();
-  const float* w = in[1].as<const float>();
-  const float* bias = kernels::optional_present(in, n_in, 2) ? in[2].as<const float>() : nullptr;
-  float* y = out[0].as<float>();
-  if (out[0].shape.numel() == 0) return Status::Ok();
-  if (g.depthwise) {
-    k2::depthwise(ctx.pool, g, x, w, bias, y);
-    return Status::Ok();
-  }
-  const size_t need = gemm_scratch(g);
-  if (ctx.scratch_bytes < need)
-    return op_error(StatusCode::kInternal, kOp, "scratch of %zu bytes is smaller than the %zu bytes infer asked for",
-                    ctx.scratch_bytes, need);
-  run_gemm(ctx, g, x, w, bias, y);
-  return Status::Ok();
-}
+};
+using Conv = kernels::FmaConv2d<Avx2>;
 
 }  // namespace
-DTORCH_REGISTER_AVX2_KERNEL(conv2d, DType::kFloat32, infer, run, prepare);
+DTORCH_REGISTER_AVX2_KERNEL(conv2d, DType::kFloat32, Conv::infer, Conv::run, Conv::prepare);
 }  // namespace dtorch

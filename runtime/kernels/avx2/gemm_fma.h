@@ -18,6 +18,7 @@
 
 #include "kernels/avx2/avx2.h"
 #include "kernels/common/activation.h"
+#include "kernels/common/fma_gemm.h"
 #include "kernels/common/gemm.h"
 #include "kernels/common/util.h"
 
@@ -37,23 +38,10 @@ constexpr int kNV = 3;        // ymm per tile row
 constexpr int kNR = 8 * kNV;  // columns of a register tile = columns of a B block
 constexpr int64_t kKC = 256;  // rows of a B block: kKC x kNR floats = 24 KiB (L1)
 
-// Floats of the packed A: ceil(M / kMR) panels of K x kMR (A[i][k] at panel i / kMR, k * kMR + i % kMR; rows past
-// M are zero).
-inline int64_t packed_a_floats(int64_t M, int64_t K) { return ceil_div(M, kMR) * kMR * K; }
-
-// Packs panels [t0, t1) of A, where A[i][k] = A[i * rs + k * cs].
+// The packed A: panels of kMR rows (kernels/common/fma_gemm.h).
+inline int64_t packed_a_floats(int64_t M, int64_t K) { return packed_panels_floats(M, K, kMR); }
 inline void pack_a(const float* A, int64_t rs, int64_t cs, int64_t M, int64_t K, int64_t t0, int64_t t1, float* ap) {
-  for (int64_t t = t0; t < t1; ++t) {
-    float* dst = ap + t * kMR * K;
-    const int64_t i0 = t * kMR;
-    const int rows = static_cast<int>(M - i0 < kMR ? M - i0 : kMR);
-    for (int r = 0; r < rows; ++r) {
-      const float* src = A + (i0 + r) * rs;
-      for (int64_t k = 0; k < K; ++k) dst[k * kMR + r] = src[k * cs];
-    }
-    for (int r = rows; r < kMR; ++r)
-      for (int64_t k = 0; k < K; ++k) dst[k * kMR + r] = 0.0f;
-  }
+  pack_panels(A, rs, cs, M, K, kMR, t0, t1, ap);
 }
 
 // Lanes [0, n) set (n clamped to [0, 8]): the mask of _mm256_maskload_ps / _mm256_maskstore_ps, which never touch
@@ -162,27 +150,16 @@ template <typename Fill>
 void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, Fill&& fill, float* C, int64_t ldc,
           const Epilogue& ep) {
   if (M <= 0 || N <= 0) return;
-  const int threads = pool == nullptr ? 1 : pool->size();
-  const int64_t panels = ceil_div(N, kNR), row_tiles = ceil_div(M, kMR);
-  // Few column panels for the threads: split the rows too (each unit refills its B blocks).
-  int64_t tiles_per_block = row_tiles;
-  if (threads > 1 && panels < 4 * threads) {
-    const int64_t want_blocks = ceil_div(4 * threads, panels);
-    tiles_per_block = ceil_div(row_tiles, want_blocks);
-  }
-  const int64_t row_blocks = ceil_div(row_tiles, tiles_per_block);
-  // K in equal blocks of at most kKC rows (288 -> 2 x 144, not 256 + 32). The blocking changes no result: k
-  // stays in increasing order.
-  const int64_t kblock = K <= 0 ? 1 : ceil_div(K, ceil_div(K, kKC));
-  parallel_chunks(pool, panels * row_blocks, 1, [&](int64_t ub, int64_t ue) {
+  const GemmSplit sp(pool == nullptr ? 1 : pool->size(), N, kNR, ceil_div(M, kMR), K, kKC);
+  const int64_t kblock = sp.kblock;
+  parallel_chunks(pool, sp.units(), 1, [&](int64_t ub, int64_t ue) {
     alignas(32) float bbuf[kKC * kNR];
     for (int64_t u = ub; u < ue; ++u) {
-      const int64_t p = u / row_blocks, rb = u % row_blocks;
-      const int64_t j0 = p * kNR;
+      const int64_t j0 = sp.panel(u) * kNR;
       const int nr = static_cast<int>(N - j0 < kNR ? N - j0 : kNR);
       const RowMasks mk(nr);
-      const int64_t t0 = rb * tiles_per_block;
-      const int64_t t1 = t0 + tiles_per_block < row_tiles ? t0 + tiles_per_block : row_tiles;
+      int64_t t0 = 0, t1 = 0;
+      sp.tiles(u, &t0, &t1);
       int64_t k0 = 0;
       do {
         const int64_t kc = K - k0 < kblock ? K - k0 : kblock;

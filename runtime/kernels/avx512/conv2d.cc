@@ -24,34 +24,14 @@
 #include "kernels/avx512/gemm_avx512.h"
 #include "kernels/common/activation.h"
 #include "kernels/common/conv_geometry.h"
+#include "kernels/common/fma_conv.h"
 #include "kernels/common/util.h"
 
 namespace dtorch {
 namespace {
 
-using kernels::op_error;
 namespace k5 = kernels::avx512;
-constexpr const char* kOp = "conv2d";
-
-const KernelDef* fallback() {
-  static const KernelDef* k = find_kernel(kOp, DType::kFloat32, KernelPolicy::kExact);
-  return k;
-}
-
-using Geo = kernels::FmaConvGeometry;  // read after the fallback's infer accepted the node
-
-size_t gemm_scratch(const Geo& g);  // below, with the GEMM
-
-Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
-  const KernelDef* f = fallback();
-  if (f == nullptr) return op_error(StatusCode::kInternal, kOp, "no bit-exact kernel is registered");
-  DTORCH_RETURN_IF_ERROR(f->infer(attrs, in, n_in, out, n_out, scratch_bytes));
-  Geo g{};
-  DTORCH_RETURN_IF_ERROR(kernels::fma_conv_geometry(kOp, attrs, in, out[0], &g));
-  if (g.gemm) *scratch_bytes = gemm_scratch(g);
-  if (g.depthwise) *scratch_bytes = 0;
-  return Status::Ok();
-}
+using Geo = kernels::FmaConvGeometry;
 
 // --- dense / grouped: the im2col fill of the GEMM ---------------------------------------------------------
 
@@ -223,8 +203,6 @@ struct Panels {
 // transposed product Y^T = cols^T . W^T, the panel's 32 channels across the register tile's columns).
 constexpr int64_t kWP = k5::kNR;
 
-size_t weight_floats(const Geo& g) { return static_cast<size_t>(k5::packed_a_floats(g.og, g.cg * g.kh * g.kw, kWP)); }
-
 // Which orientation: the register tile's 32 columns run over output positions (Y = W . cols) or, when that
 // wastes more lanes (7 x 7 and 14 x 14 maps: 49 positions fill 64 lanes), over output channels (Y^T = cols^T . W^T
 // into scratch, then transposed). Both start each output at its bias and add the same products in the same
@@ -241,42 +219,6 @@ bool transposed(const Geo& g) {
 // Scratch of the transposed product: cols^T packed in kMR-row panels (pack_a's layout), then Y^T (OH*OW x Og).
 int64_t cols_t_floats(const Geo& g) {
   return kernels::ceil_div(k5::packed_a_floats(g.oh * g.ow, g.cg * g.kh * g.kw, k5::kMR), 16) * 16;
-}
-
-size_t gemm_scratch(const Geo& g) {  // the packed weights of every group (when not prepared), and the transposed
-  size_t floats = weight_floats(g) * static_cast<size_t>(g.groups);  // product's buffers
-  if (transposed(g)) floats += static_cast<size_t>(cols_t_floats(g) + g.oh * g.ow * g.og);
-  return floats * sizeof(float);
-}
-
-// The weights of every group packed (kWP-row panels, group after group): ap holds weight_floats(g) x groups.
-void pack_weights(ThreadPool* pool, int64_t groups, int64_t og, int64_t kg, const float* w, float* ap) {
-  const int64_t panels = kernels::ceil_div(og, kWP), per_group = k5::packed_a_floats(og, kg, kWP);
-  kernels::parallel_chunks(pool, groups * panels, 1, [&](int64_t b, int64_t e) {
-    for (int64_t u = b; u < e; ++u) {
-      const int64_t grp = u / panels, t = u % panels;
-      k5::pack_a(w + grp * og * kg, kg, 1, og, kg, kWP, t, t + 1, ap + grp * per_group);
-    }
-  });
-}
-
-// Load time: a constant weight of a dense or grouped convolution is packed once (depthwise weights are used as
-// they are). Nothing is kept when the weight is not a constant or the shapes are not ones infer would accept.
-Status prepare(const Attrs& attrs, const TensorView* in, int n_in, void* dst, size_t* bytes) {
-  *bytes = 0;
-  if (n_in < 2 || in[1].data == nullptr || in[1].dtype != DType::kFloat32 || in[1].shape.ndim != 4) return Status::Ok();
-  const int64_t groups = attrs.get_int("groups");
-  const int64_t o = in[1].shape.dims[0], cg = in[1].shape.dims[1], kh = in[1].shape.dims[2], kw = in[1].shape.dims[3];
-  if (groups < 1 || o < 1 || o % groups != 0 || cg < 1 || kh < 1 || kw < 1) return Status::Ok();
-  const int64_t og = o / groups;
-  if (cg == 1 && og == 1) return Status::Ok();  // depthwise
-  int64_t kg = 0, floats = 0;
-  if (!kernels::checked_mul(cg, kh * kw, &kg) ||
-      !kernels::checked_mul(k5::packed_a_floats(og, kg, kWP), groups, &floats) || floats > (int64_t{1} << 40))
-    return Status::Ok();
-  *bytes = static_cast<size_t>(floats) * sizeof(float);
-  if (dst != nullptr) pack_weights(nullptr, groups, og, kg, in[1].as<const float>(), static_cast<float*>(dst));
-  return Status::Ok();
 }
 
 // r[i] = row i of a 16 x 16 block; after: r[i] = its column i. (The all-lanes mask forms: GCC 12's plain forms
@@ -326,52 +268,36 @@ void transpose_out(ThreadPool* pool, const float* yt, int64_t ohw, int64_t og, f
   });
 }
 
-void run_gemm(const KernelContext& ctx, const Geo& g, const float* x, const float* w, const float* bias, float* y) {
+// One image and group: the normal orientation, or the transposed one into `work` (cols^T, then Y^T).
+void gemm_one_group(ThreadPool* pool, const Geo& g, const float* wg, const float* xg, kernels::Epilogue ep,
+                    float* yg, float* work) {
   const int64_t kg = g.cg * g.kh * g.kw, ohw = g.oh * g.ow;
-  const int64_t per_group = static_cast<int64_t>(weight_floats(g));
-  const size_t packed_bytes = static_cast<size_t>(per_group * g.groups) * sizeof(float);
-  float* scratch = static_cast<float*>(ctx.scratch);
-  const float* ap = static_cast<const float*>(ctx.prepared);
-  if (ap == nullptr || ctx.prepared_bytes != packed_bytes) {  // not prepared at load: pack into scratch now
-    pack_weights(ctx.pool, g.groups, g.og, kg, w, scratch);
-    ap = scratch;
-  }
   const bool swap = transposed(g);
-  float* cols_t = scratch + per_group * g.groups;  // swap only
-  float* yt = cols_t + cols_t_floats(g);
-  for (int64_t n = 0; n < g.n; ++n) {
-    for (int64_t grp = 0; grp < g.groups; ++grp) {
-      const float* xg = x + (n * g.c + grp * g.cg) * g.h * g.w;
-      float* yg = y + (n * g.o + grp * g.og) * ohw;
-      const float* wg = ap + grp * per_group;
-      kernels::Epilogue ep;
-      ep.bias = bias == nullptr ? nullptr : bias + grp * g.og;
-      ep.bias_per_row = !swap;
-      ep.act = g.act;
-      if (!swap) {
-        if (g.pointwise)
-          k5::gemm(ctx.pool, g.og, ohw, kg, wg, kWP, Rows{xg, ohw}, yg, ohw, ep);
-        else
-          k5::gemm(ctx.pool, g.og, ohw, kg, wg, kWP, Im2col{&g, xg}, yg, ohw, ep);
-        continue;
-      }
-      // cols^T in panels of kMR positions: the fills write each panel's rows kMR floats apart.
-      const int64_t tiles = kernels::ceil_div(ohw, k5::kMR);
-      kernels::parallel_chunks(ctx.pool, tiles, 1, [&](int64_t b, int64_t e) {
-        for (int64_t t = b; t < e; ++t) {
-          const int64_t j0 = t * k5::kMR;
-          const int nr = static_cast<int>(ohw - j0 < k5::kMR ? ohw - j0 : k5::kMR);
-          float* dst = cols_t + t * k5::kMR * kg;
-          if (g.pointwise)
-            Rows{xg, ohw, k5::kMR}(j0, nr, 0, kg, dst);
-          else
-            Im2col{&g, xg, k5::kMR}(j0, nr, 0, kg, dst);
-        }
-      });
-      k5::gemm(ctx.pool, ohw, g.og, kg, cols_t, k5::kMR, Panels{wg, kg}, yt, g.og, ep);
-      transpose_out(ctx.pool, yt, ohw, g.og, yg);
-    }
+  ep.bias_per_row = !swap;
+  if (!swap) {
+    if (g.pointwise)
+      k5::gemm(pool, g.og, ohw, kg, wg, kWP, Rows{xg, ohw}, yg, ohw, ep);
+    else
+      k5::gemm(pool, g.og, ohw, kg, wg, kWP, Im2col{&g, xg}, yg, ohw, ep);
+    return;
   }
+  float* cols_t = work;
+  float* yt = cols_t + cols_t_floats(g);
+  // cols^T in panels of kMR positions: the fills write each panel's rows kMR floats apart.
+  const int64_t tiles = kernels::ceil_div(ohw, k5::kMR);
+  kernels::parallel_chunks(pool, tiles, 1, [&](int64_t b, int64_t e) {
+    for (int64_t t = b; t < e; ++t) {
+      const int64_t j0 = t * k5::kMR;
+      const int nr = static_cast<int>(ohw - j0 < k5::kMR ? ohw - j0 : k5::kMR);
+      float* dst = cols_t + t * k5::kMR * kg;
+      if (g.pointwise)
+        Rows{xg, ohw, k5::kMR}(j0, nr, 0, kg, dst);
+      else
+        Im2col{&g, xg, k5::kMR}(j0, nr, 0, kg, dst);
+    }
+  });
+  k5::gemm(pool, ohw, g.og, kg, cols_t, k5::kMR, Panels{wg, kg}, yt, g.og, ep);
+  transpose_out(pool, yt, ohw, g.og, yg);
 }
 
 // --- depthwise -------------------------------------------------------------------------------------------
@@ -445,10 +371,9 @@ void depthwise_plane(const Geo& g, const float* xp, const float* wc, float b, fl
   }
 }
 
-void run_depthwise(const KernelContext& ctx, const Geo& g, const float* x, const float* w, const float* bias,
-                   float* y) {
+void run_depthwise(ThreadPool* pool, const Geo& g, const float* x, const float* w, const float* bias, float* y) {
   const int64_t planes = g.n * g.c, hw = g.h * g.w, ohw = g.oh * g.ow, taps = g.kh * g.kw;
-  kernels::parallel_chunks(ctx.pool, planes, 1, [&](int64_t b, int64_t e) {
+  kernels::parallel_chunks(pool, planes, 1, [&](int64_t b, int64_t e) {
     if (k5::dw3x3_applies(g) && g.sw == 1) {
       k5::dw3x3_planes<1>(g, x, w, bias, y, b, e);
     } else if (k5::dw3x3_applies(g)) {
@@ -462,34 +387,23 @@ void run_depthwise(const KernelContext& ctx, const Geo& g, const float* x, const
   });
 }
 
-Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-  const KernelDef* f = fallback();
-  if (f == nullptr) return op_error(StatusCode::kInternal, kOp, "no bit-exact kernel is registered");
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 2, 3));
-  if (in[0].shape.ndim != 4 || in[1].shape.ndim != 4 || out[0].shape.ndim != 4)
-    return f->run(ctx, in, n_in, out, n_out);  // the fallback reports the error
-  Geo g{};
-  DTORCH_RETURN_IF_ERROR(kernels::fma_conv_geometry(kOp, *ctx.attrs, in, out[0].shape, &g));
-  if (!kernels::conv_shapes_agree(g, in, out[0]) || (!g.gemm && !g.depthwise))
-    return f->run(ctx, in, n_in, out, n_out);  // other cases, or shapes infer did not accept: the fallback decides
-  const float* x = in[0].as<const float>();
-  const float* w = in[1].as<const float>();
-  const float* bias = kernels::optional_present(in, n_in, 2) ? in[2].as<const float>() : nullptr;
-  float* y = out[0].as<float>();
-  if (out[0].shape.numel() == 0) return Status::Ok();
-  if (g.depthwise) {
-    run_depthwise(ctx, g, x, w, bias, y);
-    return Status::Ok();
+// The avx512 pieces of kernels/common/fma_conv.h's conv2d.
+struct Avx512 {
+  static constexpr int64_t kPanel = kWP;
+  static size_t work_floats(const Geo& g) {  // the transposed product's buffers
+    return transposed(g) ? static_cast<size_t>(cols_t_floats(g) + g.oh * g.ow * g.og) : 0;
   }
-  const size_t need = gemm_scratch(g);
-  if (ctx.scratch_bytes < need)
-    return op_error(StatusCode::kInternal, kOp, "scratch of %zu bytes is smaller than the %zu bytes infer asked for",
-                    ctx.scratch_bytes, need);
-  run_gemm(ctx, g, x, w, bias, y);
-  return Status::Ok();
-}
+  static bool takes_depthwise(const Geo&) { return true; }
+  static void depthwise(ThreadPool* pool, const Geo& g, const float* x, const float* w, const float* bias, float* y) {
+    run_depthwise(pool, g, x, w, bias, y);
+  }
+  static void gemm_group(ThreadPool* pool, const Geo& g, const float* wg, const float* xg, kernels::Epilogue ep,
+                         float* yg, float* work) {
+    gemm_one_group(pool, g, wg, xg, ep, yg, work);
+  }
+};
+using Conv = kernels::FmaConv2d<Avx512>;
 
 }  // namespace
-DTORCH_REGISTER_AVX512_KERNEL(conv2d, DType::kFloat32, infer, run, prepare);
+DTORCH_REGISTER_AVX512_KERNEL(conv2d, DType::kFloat32, Conv::infer, Conv::run, Conv::prepare);
 }  // namespace dtorch

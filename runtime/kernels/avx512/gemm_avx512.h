@@ -19,6 +19,7 @@
 
 #include "kernels/avx512/avx512.h"
 #include "kernels/common/activation.h"
+#include "kernels/common/fma_gemm.h"
 #include "kernels/common/gemm.h"
 #include "kernels/common/util.h"
 
@@ -37,22 +38,12 @@ constexpr int kNR = 32;        // columns of a register tile (2 zmm) = columns o
 constexpr int64_t kKC = 256;   // rows of a B block: kKC x kNR floats = 32 KiB (L1)
 
 // Floats of a packed A: ceil(M / P) panels of K x P (A[i][k] at panel i / P, k * P + i % P; rows past M are zero).
-inline int64_t packed_a_floats(int64_t M, int64_t K, int64_t P) { return ceil_div(M, P) * P * K; }
+inline int64_t packed_a_floats(int64_t M, int64_t K, int64_t P) { return packed_panels_floats(M, K, P); }
 
-// Packs panels [t0, t1) of P rows of A, where A[i][k] = A[i * rs + k * cs].
+// Packs panels [t0, t1) of P rows of A, where A[i][k] = A[i * rs + k * cs] (kernels/common/fma_gemm.h).
 inline void pack_a(const float* A, int64_t rs, int64_t cs, int64_t M, int64_t K, int64_t P, int64_t t0, int64_t t1,
                    float* ap) {
-  for (int64_t t = t0; t < t1; ++t) {
-    float* dst = ap + t * P * K;
-    const int64_t i0 = t * P;
-    const int64_t rows = M - i0 < P ? M - i0 : P;
-    for (int64_t r = 0; r < rows; ++r) {
-      const float* src = A + (i0 + r) * rs;
-      for (int64_t k = 0; k < K; ++k) dst[k * P + r] = src[k * cs];
-    }
-    for (int64_t r = rows; r < P; ++r)
-      for (int64_t k = 0; k < K; ++k) dst[k * P + r] = 0.0f;
-  }
+  pack_panels(A, rs, cs, M, K, P, t0, t1, ap);
 }
 
 inline __mmask16 mask16(int n) {  // lanes [0, n) set, n clamped to [0, 16]
@@ -161,29 +152,18 @@ template <typename Fill>
 void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, int64_t P, Fill&& fill, float* C,
           int64_t ldc, const Epilogue& ep) {
   if (M <= 0 || N <= 0) return;
-  const int threads = pool == nullptr ? 1 : pool->size();
   // Row tiles: each panel of P rows in tiles of kMR rows (32 = 12 + 12 + 8), the last ones cut at M.
   const int64_t tiles_per_panel = ceil_div(P, kMR);
-  const int64_t panels = ceil_div(N, kNR), row_tiles = ceil_div(M, P) * tiles_per_panel;
-  // Few column panels for the threads: split the rows too (each unit refills its B blocks).
-  int64_t tiles_per_block = row_tiles;
-  if (threads > 1 && panels < 4 * threads) {
-    const int64_t want_blocks = ceil_div(4 * threads, panels);
-    tiles_per_block = ceil_div(row_tiles, want_blocks);
-  }
-  const int64_t row_blocks = ceil_div(row_tiles, tiles_per_block);
-  // K in equal blocks of at most kKC rows (K = 288 -> 2 x 144, not 256 + 32: a short block pays the tile's
-  // start and finish for little work). The blocking does not change any result: k stays in increasing order.
-  const int64_t kblock = K <= 0 ? 1 : ceil_div(K, ceil_div(K, kKC));
-  parallel_chunks(pool, panels * row_blocks, 1, [&](int64_t ub, int64_t ue) {
+  const GemmSplit sp(pool == nullptr ? 1 : pool->size(), N, kNR, ceil_div(M, P) * tiles_per_panel, K, kKC);
+  const int64_t kblock = sp.kblock;
+  parallel_chunks(pool, sp.units(), 1, [&](int64_t ub, int64_t ue) {
     alignas(64) float bbuf[kKC * kNR];
     for (int64_t u = ub; u < ue; ++u) {
-      const int64_t p = u / row_blocks, rb = u % row_blocks;
-      const int64_t j0 = p * kNR;
+      const int64_t j0 = sp.panel(u) * kNR;
       const int nr = static_cast<int>(N - j0 < kNR ? N - j0 : kNR);
       const __mmask16 m0 = mask16(nr), m1 = mask16(nr - 16);
-      const int64_t t0 = rb * tiles_per_block;
-      const int64_t t1 = t0 + tiles_per_block < row_tiles ? t0 + tiles_per_block : row_tiles;
+      int64_t t0 = 0, t1 = 0;
+      sp.tiles(u, &t0, &t1);
       int64_t k0 = 0;
       do {
         const int64_t kc = K - k0 < kblock ? K - k0 : kblock;

@@ -118,6 +118,32 @@ inline int conv_panel_runs(const ConvGeometry& g, int64_t j0, int nr, ConvRun* r
   return n;
 }
 
+// The parts of a panel's runs that tap (i, j) reads inside the image, for any strides: lanes [q, q + len) read
+// x_c[off + u * sw] for u < len (off within a channel's plane). Writes at most n_runs segments and returns how many;
+// *covered = the lanes they write (the others read padding: +0).
+struct ConvSeg {
+  int q, len;
+  int64_t off;
+};
+
+inline int conv_tap_segments(const ConvGeometry& g, const ConvRun* runs, int n_runs, int64_t i, int64_t j,
+                             ConvSeg* segs, int* covered) {
+  int n = 0;
+  *covered = 0;
+  for (int k = 0; k < n_runs; ++k) {
+    const ConvRun& ru = runs[k];
+    const int64_t ih = ru.oh * g.sh - g.pt + i * g.dh;
+    if (ih < 0 || ih >= g.h) continue;
+    const int64_t off0 = ru.ow * g.sw - g.pl + j * g.dw;  // input column of lane ru.a
+    int64_t lo = 0, hi = 0;
+    conv_valid_range(off0, g.sw, g.w, ru.b - ru.a, &lo, &hi);
+    if (lo >= hi) continue;
+    segs[n++] = ConvSeg{ru.a + static_cast<int>(lo), static_cast<int>(hi - lo), ih * g.w + off0 + lo * g.sw};
+    *covered += static_cast<int>(hi - lo);
+  }
+  return n;
+}
+
 // For tap (i, j) and column stride SW (1 or 2: no division): the lanes [*qa, *qb) of run `ru` whose inputs lie
 // inside the image, and where panel lane 0 would read (*lane0, an offset in a channel's plane; lane q reads
 // *lane0 + q * SW; *col0: the input column of that offset). False when the run reads nothing (its input row is

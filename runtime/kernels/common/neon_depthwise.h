@@ -1,5 +1,5 @@
-// The depthwise convolutions of the neon64 kernel set (conv2d with one input and one output channel per group).
-// Header-only, included by kernels/neon64/conv2d.cc only.
+// The depthwise convolutions of the Arm NEON kernel sets (kernels/neon64, kernels/neon32): conv2d with one input
+// and one output channel per group. Header-only, included by their conv2d.cc only.
 //
 // Direct kernels, 4 output columns per q-register. Every output starts at its bias and adds its taps in (row,
 // column) order with one FMA each, skipping input rows outside the image and adding +0 for columns outside it, so
@@ -20,12 +20,13 @@
 
 #include "kernels/common/activation.h"
 #include "kernels/common/conv_geometry.h"
+#include "kernels/common/neon.h"
 #include "kernels/common/util.h"
-#include "kernels/neon64/gemm_neon64.h"
 
 namespace dtorch {
 namespace kernels {
-namespace neon64 {
+inline namespace DTORCH_ISA {
+namespace neon {
 
 constexpr int kDwVecs = 4;             // vectors of a row in one block (independent accumulator chains)
 constexpr int64_t kDwRing = 4 * 1024;  // floats of the padded-row ring (16 KiB of stack: musl threads have 128 KiB)
@@ -265,6 +266,7 @@ inline void depthwise(ThreadPool* pool, const ConvGeometry& g, const float* x, c
   });
 }
 
-}  // namespace neon64
+}  // namespace neon
+}  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch

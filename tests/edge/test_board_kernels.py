@@ -1,10 +1,13 @@
-"""The neon64 kernel set (runtime/kernels/neon64/) on an emulated rk3588: chosen by the board's ISA list at build
-time, within the documented tolerance (1e-5 x output scale) of the portable kernels on every convolution shape its
-code paths split on, the same bits for any thread count, and never taken by the "exact" policy, which keeps the
+"""The boards' SIMD kernel sets on emulated boards: neon64 (runtime/kernels/neon64/, AArch64) on rk3588, neon32
+(runtime/kernels/neon32/, armv7-a NEON + VFPv4) on rv1126 and rvv (runtime/kernels/rvv/, RISC-V Vector 1.0) on
+k230. Each is chosen by the board's ISA list at build time, is
+within the documented tolerance (1e-5 x output scale) of the portable kernels on every convolution shape its code
+paths split on, gives the same bits for any thread count, and is never taken by the "exact" policy, which keeps the
 portable bits the host shares.
 
-One rk3588 bundle holds every case (a pruned build with the neon64 conv2d); the binaries run under qemu-aarch64 -cpu
-cortex-a76 (QEMU and the cross toolchains come from scripts/setup.sh)."""
+One bundle per board holds every case (a pruned build with the set's conv2d); the binaries run under the board's
+QEMU (qemu-aarch64 -cpu cortex-a76, qemu-arm -cpu cortex-a7, qemu-riscv64 with RVV 1.0 at VLEN 128; QEMU and the
+cross toolchains come from scripts/setup.sh)."""
 
 from __future__ import annotations
 
@@ -23,13 +26,15 @@ from dtorch.edge.build import build_bundle
 from dtorch.edge.build_plan import make_plan
 from dtorch.edge.oplist import OpList
 
-TOLERANCE = 1e-5  # x the output scale, as the x86 FMA sets (kernels/neon64/neon64.h)
+TOLERANCE = 1e-5  # x the output scale, as the x86 FMA sets (kernels/neon64/neon64.h, neon32/neon32.h, rvv/rvv.h)
+SETS = {"rk3588": "neon64", "rv1126": "neon32", "k230": "rvv"}
 
 # name: (in channels, out channels, kernel (h, w), stride, padding, dilation, groups, input (n, h, w), activation, bias)
-# Each case exercises a path of kernels/neon64/conv2d.cc: the GEMM's 8- and 4-row tiles and partial 12-column
-# panels, K blocks (K > 256), the im2col fill's whole-panel and run-by-run copies for column strides 1, 2 and
-# others, the 1x1 in-place B, groups, and the depthwise ring (3x3 row pairs and single rows, other kernel sizes,
-# strides and dilations, chunked wide rows).
+# Each case exercises a path of the sets' conv2d: the GEMMs' full and partial row tiles and column panels, K blocks
+# (K > 256), the im2col fill's whole-panel and run-by-run copies for column strides 1, 2 and others
+# (kernels/common/neon_im2col.h, rvv/conv2d.cc), the 1x1 in-place B, groups, and the depthwise kernels (NEON's ring
+# of padded rows: 3x3 row pairs and single rows, other kernel sizes, strides and dilations, chunked wide rows:
+# kernels/common/neon_depthwise.h; RVV's masked loads at the borders).
 CASES = {
     "dense3x3": (8, 16, (3, 3), 1, 1, 1, 1, (2, 13, 13), "relu", True),
     "dense3x3_s2": (5, 12, (3, 3), 2, 1, 1, 1, (1, 17, 16), None, True),
@@ -56,9 +61,8 @@ ACTS = {"relu": nn.ReLU, "relu6": nn.ReLU6, "hardtanh": lambda: nn.Hardtanh(-0.5
 
 
 @pytest.fixture(scope="module")
-def bundle(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
-    root = tmp_path_factory.mktemp("neon64_cases")
-    paths = []
+def cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    root = tmp_path_factory.mktemp("neon_cases")
     for name, (ci, co, k, s, p, d, g, (n, h, w), act, bias) in CASES.items():
         dt.manual_seed(0)
         layers = [nn.Conv2d(ci, co, k, stride=s, padding=p, dilation=d, groups=g, bias=bias)]
@@ -67,36 +71,47 @@ def bundle(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
         x = dt.randn(n, ci, h, w)
         dt.export(nn.Sequential(*layers).eval(), x, str(root / f"{name}.dtm"))
         np.save(root / f"{name}.npy", x.numpy())
-        paths.append(root / f"{name}.dtm")
-    res = build_bundle("rk3588", paths, out=root / "dist", compare_full=False, agent=False, log=lambda _m: None,
-                       progress=False)
-    return res.dist, root
+    return root
 
 
-def _run(bundle: tuple[Path, Path], name: str, *args: str) -> subprocess.CompletedProcess[str]:
-    dist, root = bundle
-    argv = load_board("rk3588").emulator.command(dist / "dtorch-run", str(dist / f"{name}.dtm"), "--input",
-                                                 str(root / f"{name}.npy"), *args)
+_BUNDLES: dict[str, Path] = {}
+
+
+@pytest.fixture(params=sorted(SETS))
+def bundle(request: pytest.FixtureRequest, cases: Path) -> tuple[str, Path, Path]:
+    """(board, its bundle of every case, the cases folder): built once per board."""
+    board = request.param
+    if board not in _BUNDLES:
+        res = build_bundle(board, sorted(cases.glob("*.dtm")), out=cases / "dist", compare_full=False, agent=False,
+                           log=lambda _m: None, progress=False)
+        _BUNDLES[board] = res.dist
+    return board, _BUNDLES[board], cases
+
+
+def _run(bundle: tuple[str, Path, Path], name: str, *args: str) -> subprocess.CompletedProcess[str]:
+    board, dist, root = bundle
+    argv = load_board(board).emulator.command(dist / "dtorch-run", str(dist / f"{name}.dtm"), "--input",
+                                              str(root / f"{name}.npy"), *args)
     r = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     return r
 
 
-def _output(bundle: tuple[Path, Path], name: str, tag: str, *args: str) -> np.ndarray:
-    out = bundle[1] / f"{name}.{tag}.npy"
+def _output(bundle: tuple[str, Path, Path], name: str, tag: str, *args: str) -> np.ndarray:
+    out = bundle[2] / f"{bundle[0]}.{name}.{tag}.npy"
     _run(bundle, name, "--output", str(out), *args)
     return np.load(out)
 
 
-def _kernel_sets(bundle: tuple[Path, Path], name: str, kernels: str) -> list[str]:
+def _kernel_sets(bundle: tuple[str, Path, Path], name: str, kernels: str) -> list[str]:
     r = _run(bundle, name, "--bench", "1", "--profile", "--json", "--threads", "1", "--kernels", kernels)
     rep = [json.loads(line) for line in r.stdout.splitlines() if '"profile"' in line][-1]
     return [n["kernel_set"] for n in rep["profile"]]
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
-def test_neon64_conv2d_within_tolerance_of_portable(bundle, name):
-    dist, root = bundle
+def test_neon_conv2d_within_tolerance_of_portable(bundle, name):
+    board, dist, root = bundle
     x = np.load(root / f"{name}.npy")
     host = rt.InferenceSession(str(dist / f"{name}.dtm"), kernels="portable")
     want = host.run(None, {host.get_inputs()[0].name: x})[0]
@@ -104,7 +119,7 @@ def test_neon64_conv2d_within_tolerance_of_portable(bundle, name):
     assert fast.shape == want.shape and fast.dtype == np.float32
     scale = max(1.0, float(np.max(np.abs(want))))
     err = float(np.max(np.abs(fast.astype(np.float64) - want))) / scale
-    assert err <= TOLERANCE, f"{name}: {err:.3g} x scale"
+    assert err <= TOLERANCE, f"{board} {name}: {err:.3g} x scale"
     # threads split work units only: the same bits
     fast2 = _output(bundle, name, "fast2", "--kernels", "fast", "--threads", "2")
     assert fast2.tobytes() == fast.tobytes()
@@ -114,13 +129,13 @@ def test_neon64_conv2d_within_tolerance_of_portable(bundle, name):
 
 
 @pytest.mark.parametrize("name", ["dense3x3", "pointwise", "dw3x3"])
-def test_fast_runs_neon64_and_exact_runs_portable(bundle, name):
-    assert _kernel_sets(bundle, name, "fast") == ["neon64"]
+def test_fast_runs_the_set_and_exact_runs_portable(bundle, name):
+    assert _kernel_sets(bundle, name, "fast") == [SETS[bundle[0]]]
     assert _kernel_sets(bundle, name, "exact") == ["portable"]
 
 
-def _sets(board: str, ops: OpList | None = None) -> set[str]:
-    plan = make_plan(board, ops=ops)
+def _sets(board: str, ops: OpList | None = None, toolchain: str | None = None) -> set[str]:
+    plan = make_plan(board, ops=ops, toolchain=toolchain)
     return {s.rel.split("/")[1] for s in plan.sources if s.rel.startswith("kernels/") and "kernels/common" not in s.rel}
 
 
@@ -129,9 +144,22 @@ def test_the_board_isa_list_chooses_the_set():
     assert _sets("rk3588", conv) == {"portable", "neon64"}          # aarch64, isa lists neon
     assert _sets("rpi4", conv) == {"portable", "neon64"}
     assert _sets("rk3588", OpList.from_entries(["relu:float32"])) == {"portable"}  # no neon64 kernel for relu
-    assert "neon64" not in _sets("rv1126", conv)                     # armv7: not an aarch64 set
-    assert "neon64" not in _sets("licheepi4a", conv)
+    assert _sets("rv1126", conv) == {"portable", "neon32"}           # armv7, isa lists neon and vfpv4
+    assert _sets("stm32mp157", conv) == {"portable", "neon32"}
+    assert _sets("licheepi4a", conv) == {"portable"}                 # riscv64 without RVV 1.0
+    assert _sets("k230", conv) == {"portable", "rvv"}                 # rvv1.0, built by zig
     plan = make_plan("rk3588", ops=conv)
     (src,) = [s for s in plan.sources if s.rel == "kernels/neon64/conv2d.cc"]
     assert "-DDTORCH_KERNEL_ISA=isa_neon64" in src.extra_flags
     assert not any(s.rel.startswith(("kernels/avx", "kernels/x86")) for s in plan.sources)
+
+
+def test_a_set_its_compiler_cannot_build_is_left_out_and_said():
+    conv = OpList.from_entries(["conv2d:float32"])
+    plan = make_plan("k230", ops=conv, toolchain="gcc-cross")  # GCC 12 has no RVV intrinsics
+    assert plan.kernel_sets == () and _sets("k230", conv, "gcc-cross") == {"portable"}
+    (note,) = plan.kernel_set_notes
+    assert "rvv left out: gcc does not build it (it needs zig or clang)" in note
+    assert plan.to_json()["kernel_set_notes"] == [note]
+    assert make_plan("k230", ops=conv, toolchain="zig").kernel_sets == ("rvv",)
+    assert make_plan("rv1126", ops=conv, toolchain="gcc-cross").kernel_sets == ("neon32",)

@@ -1,0 +1,106 @@
+// What the FMA kernel sets' GEMMs (kernels/avx2, kernels/avx512, kernels/neon64) share and no ISA shapes: the
+// layout of a packed A operand and how a GEMM's work is cut into units for the threads. Header-only.
+#pragma once
+
+#include <cstdint>
+
+#include "kernels/common/gemm.h"
+#include "kernels/common/util.h"
+
+namespace dtorch {
+namespace kernels {
+inline namespace DTORCH_ISA {
+
+// Floats of a packed M x K operand A: ceil(M / P) panels of K x P (A[i][k] at panel i / P, k * P + i % P; rows past M
+// are zero).
+inline int64_t packed_panels_floats(int64_t M, int64_t K, int64_t P) { return ceil_div(M, P) * P * K; }
+
+// Packs panels [t0, t1) of P rows of A, where A[i][k] = A[i * rs + k * cs].
+inline void pack_panels(const float* A, int64_t rs, int64_t cs, int64_t M, int64_t K, int64_t P, int64_t t0,
+                        int64_t t1, float* ap) {
+  for (int64_t t = t0; t < t1; ++t) {
+    float* dst = ap + t * P * K;
+    const int64_t i0 = t * P;
+    const int64_t rows = M - i0 < P ? M - i0 : P;
+    for (int64_t r = 0; r < rows; ++r) {
+      const float* src = A + (i0 + r) * rs;
+      for (int64_t k = 0; k < K; ++k) dst[k * P + r] = src[k * cs];
+    }
+    for (int64_t r = rows; r < P; ++r)
+      for (int64_t k = 0; k < K; ++k) dst[k * P + r] = 0.0f;
+  }
+}
+
+// A row-major B operand a GEMM reads in place (B[k][j] = p[k * ld + j]) for its whole column panels, or none
+// (p == nullptr: every block is filled).
+struct DirectB {
+  const float* p = nullptr;
+  int64_t ld = 0;
+};
+
+// The work units of a GEMM whose C is cut into column panels of `nr` columns and `row_tiles` row tiles: a unit is
+// (column panel, block of row tiles), u = panel * row_blocks + block. Few column panels for the threads: the rows
+// are split too (each unit refills its B blocks). K goes in equal blocks of at most kc_max rows (288 -> 2 x 144,
+// not 256 + 32: a short block pays the tile's start and finish for little work); the blocking changes no result,
+// k stays in increasing order.
+struct GemmSplit {
+  int64_t panels, row_tiles, tiles_per_block, row_blocks, kblock;
+
+  GemmSplit(int threads, int64_t N, int64_t nr, int64_t row_tiles_, int64_t K, int64_t kc_max)
+      : panels(ceil_div(N, nr)), row_tiles(row_tiles_), tiles_per_block(row_tiles_) {
+    if (threads > 1 && panels < 4 * threads) tiles_per_block = ceil_div(row_tiles, ceil_div(4 * threads, panels));
+    row_blocks = ceil_div(row_tiles, tiles_per_block);
+    kblock = K <= 0 ? 1 : ceil_div(K, ceil_div(K, kc_max));
+  }
+  int64_t units() const { return panels * row_blocks; }
+  // The row tiles [*t0, *t1) of unit u, and its column panel.
+  int64_t panel(int64_t u) const { return u / row_blocks; }
+  void tiles(int64_t u, int64_t* t0, int64_t* t1) const {
+    *t0 = (u % row_blocks) * tiles_per_block;
+    *t1 = *t0 + tiles_per_block < row_tiles ? *t0 + tiles_per_block : row_tiles;
+  }
+};
+
+// The block loop of the NEON and RVV sets' GEMMs: C (M x N, ldc) = A . B (+ epilogue) with A packed in panels of kMR rows
+// (all of it) and B read in place from `direct` for whole column panels of kNR columns, else produced by
+// fill(j0, nr, k0, kc, dst): write B[k0 + r][j0 + q] to dst[r * kNR + q] for r < kc, q < nr, and 0 for q >= nr.
+// tile_any(mr, nr, first, last, kc, ap, bp, ldb, i0, j0, C, ldc, ep) runs one register tile over one K block.
+template <int kMR, int kNR, int64_t kKC, typename Fill, typename Tile>
+void gemm_blocks(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, DirectB direct, Fill& fill,
+                 float* C, int64_t ldc, const Epilogue& ep, Tile tile_any) {
+  if (M <= 0 || N <= 0) return;
+  const GemmSplit sp(pool == nullptr ? 1 : pool->size(), N, kNR, ceil_div(M, kMR), K, kKC);
+  parallel_chunks(pool, sp.units(), 1, [&](int64_t ub, int64_t ue) {
+    alignas(16) float bbuf[kKC * kNR];
+    for (int64_t u = ub; u < ue; ++u) {
+      const int64_t j0 = sp.panel(u) * kNR;
+      const int nr = static_cast<int>(N - j0 < kNR ? N - j0 : kNR);
+      const bool in_place = direct.p != nullptr && nr == kNR;
+      int64_t t0 = 0, t1 = 0;
+      sp.tiles(u, &t0, &t1);
+      int64_t k0 = 0;
+      do {
+        const int64_t kc = K - k0 < sp.kblock ? K - k0 : sp.kblock;
+        const float* bp = bbuf;
+        int64_t ldb = kNR;
+        if (in_place) {
+          bp = direct.p + k0 * direct.ld + j0;
+          ldb = direct.ld;
+        } else if (kc > 0) {
+          fill(j0, nr, k0, kc, bbuf);
+        }
+        const bool first = k0 == 0, last = k0 + kc >= K;
+        for (int64_t t = t0; t < t1; ++t) {
+          const int64_t i0 = t * kMR;
+          const int mr = static_cast<int>(M - i0 < kMR ? M - i0 : kMR);
+          tile_any(mr, nr, first, last, kc, ap + t * kMR * K + k0 * kMR, bp, ldb, i0, j0, C, ldc, ep);
+        }
+        k0 += kc;
+      } while (k0 < K);
+    }
+  });
+}
+
+}  // inline namespace DTORCH_ISA
+}  // namespace kernels
+}  // namespace dtorch
