@@ -97,18 +97,22 @@ def main() -> None:
                 f"{f['cold_dtorch_s'] * 1e3:.0f} / {f['cold_ort_s'] * 1e3:.0f} | "
                 f"{f['rss_dtorch_mb']:.0f} / {f['rss_ort_mb']:.0f} | "
                 + (f"{f['cold_native_s'] * 1e3:.0f} ms, {f['rss_native_mb']:.1f} MB" if native else "n/a")
-                + f" | {f['t1_max_abs_diff']:.1e} | {r.get('t1_kernel_sets', '?')} |")
+                + f" | {f['t1_max_abs_diff']:.1e} | {r.get('t1_kernel_sets', '?')} | "
+                + (f"{f['t1_dtorch_avx2_p50']:.2f} ({f['t1_ratio_avx2']:.2f}x) / {f['t2_dtorch_avx2_p50']:.2f} "
+                   f"({f['t2_ratio_avx2']:.2f}x)" if "t1_ratio_avx2" in f else "n/a (the CPU has one FMA set)") + " |")
     import onnxruntime
 
     text = "\n".join([
         f"CPU: {cpu_description()}; ONNX Runtime {onnxruntime.__version__}. Each model exported once by torch.onnx "
         f"(opset 17, dynamic batch), imported by `dtorch.onnx.import_model`; both engines run at batch 1, "
         f"1x3x224x224. Latency: median ms (dtorch / ORT), the ratio paired per round [range over rounds]. "
-        f"dtorch runs its default kernel policy, \"fast\"; the last column lists the kernel sets its nodes ran.",
+        f"dtorch runs its default kernel policy, \"fast\"; \"kernel sets\" lists the sets its nodes ran. On a CPU "
+        f"with both x86 FMA sets the last column times the avx2 set too (exclude_kernel_sets=[\"avx512\"]), in the "
+        f"same paired rounds.",
         "",
         "| model | ONNX nodes -> runtime nodes | 1 thread ms | 2 threads ms | cold start ms (Python) | peak RSS MB | "
-        "dtorch-run cold start, RSS | max abs diff | kernel sets |",
-        "|---|---|---|---|---|---|---|---|---|",
+        "dtorch-run cold start, RSS | max abs diff | kernel sets | avx2 set, 1 / 2 threads ms (x ORT) |",
+        "|---|---|---|---|---|---|---|---|---|---|",
         *rows,
         "",
         "Aim (issues 15, 16): latency at most 1.0x ONNX Runtime's at 1 and 2 threads; cold start and peak RSS below "

@@ -457,6 +457,16 @@ def _exchange(a: Path, b: Path) -> bool:
     return renameat2(at_fdcwd, os.fsencode(a), at_fdcwd, os.fsencode(b), rename_exchange) == 0
 
 
+def _set_bytes(kernel_bytes: dict[str, int]) -> dict[str, int]:
+    """Kernel object bytes per kernel set (kernels/<set>/...), portable first."""
+    out: dict[str, int] = {}
+    for rel, n in kernel_bytes.items():
+        parts = rel.split("/")
+        name = parts[1] if len(parts) > 2 and parts[0] == "kernels" else "other"
+        out[name] = out.get(name, 0) + n
+    return dict(sorted(out.items(), key=lambda kv: (kv[0] != "portable", kv[0])))
+
+
 def _write_bundle(dist: Path, plan: Any, exe: Path, model_paths: Sequence[Path], op_list: OpList,
                   full_bytes: int | None, kernel_bytes: dict[str, int], verified: list[str], up_to_date: bool,
                   version: str, core_flags: Sequence[str], agent: Path | None = None,
@@ -493,7 +503,7 @@ def _write_bundle(dist: Path, plan: Any, exe: Path, model_paths: Sequence[Path],
         "files": {n: {"bytes": (dist / n).stat().st_size, "sha256": sha256_file(dist / n)} for n in files},
         "sizes": {"dtorch_run_bytes": binary_bytes, "dtorch_agent_bytes": agent_bytes, "full_runtime_bytes": full_bytes,
                   "pruned_vs_full": None if not full_bytes else round(binary_bytes / full_bytes, 4),
-                  "kernel_bytes": kernel_bytes,
+                  "kernel_bytes": kernel_bytes, "kernel_set_bytes": _set_bytes(kernel_bytes),
                   "kernel_bytes_method": "each kernel file compiled with the build's flags without LTO, "
                                          "sections .text/.rodata/.data measured with size -A"},
         "verified": verified,
@@ -506,6 +516,10 @@ def _write_bundle(dist: Path, plan: Any, exe: Path, model_paths: Sequence[Path],
               if agent_bytes is not None else "- dtorch-agent: (not in this bundle)",
               f"- full runtime, same board and toolchain: {full_bytes:,} bytes" if full_bytes else
               "- full runtime: (not built)",
+              *[f"- kernel set {name}: {n:,} bytes of kernel objects"
+                + (" (the SIMD set's cost in size; the portable kernels stay for the exact policy and the cases "
+                   "the set hands back)" if name != "portable" else "")
+                for name, n in _set_bytes(kernel_bytes).items()],
               "", "| kernel file | bytes (non-LTO object) |", "|---|---:|"]
     report += [f"| {k} | {v:,} |" for k, v in sorted(kernel_bytes.items(), key=lambda kv: -kv[1])]
     _write_atomic(dist / "size_report.md", ("\n".join(report) + "\n").encode())

@@ -114,6 +114,8 @@ class InferenceSession:
     ``"fast"`` (default: the fastest this CPU has, e.g. the AVX-512 FMA set, within 1e-5 x the output scale
     of the portable kernels), ``"exact"`` (only kernels with the portable kernels' bits: a host result then
     matches an emulated or real board bit for bit) or ``"portable"`` (the reference kernels only).
+    ``exclude_kernel_sets``: kernel sets the session may not take, e.g. ``["avx512"]`` to run the AVX2 set on an
+    AVX-512 CPU (each node takes the best of the others; ``"portable"`` cannot be excluded).
     Threads: ``run`` may be called from several threads at once, and those calls run in parallel (the GIL is
     released while a run computes): the weights and prepared kernels are shared, and each call works in an
     execution state of its own (plan, arena, outputs) from the session's small pool of idle ones, so every result
@@ -122,7 +124,8 @@ class InferenceSession:
     """
 
     def __init__(self, path_or_bytes: str | os.PathLike[str] | bytes | bytearray | memoryview,
-                 backend: str = "cpu", threads: int | None = None, kernels: str = "fast") -> None:
+                 backend: str = "cpu", threads: int | None = None, kernels: str = "fast",
+                 exclude_kernel_sets: Sequence[str] = ()) -> None:
         if backend not in _BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; this build has {available_backends()}; "
                              f"use backend='cpu'")
@@ -132,20 +135,23 @@ class InferenceSession:
             raise ValueError(f"threads must be a positive int, got {threads!r}")
         if kernels not in KERNEL_POLICIES:
             raise ValueError(f"kernels must be one of {list(KERNEL_POLICIES)}, got {kernels!r}")
+        if isinstance(exclude_kernel_sets, str) or not all(isinstance(k, str) for k in exclude_kernel_sets):
+            raise TypeError(f"exclude_kernel_sets must be a list of kernel set names, got {exclude_kernel_sets!r}")
+        exclude = list(exclude_kernel_sets)
         self._backend = backend
         self._threads = threads
         self._kernels = kernels
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
             self._path: str | None = None
             self._sess = _C.Session.from_bytes(bytes(path_or_bytes) if isinstance(path_or_bytes, memoryview)
-                                               else path_or_bytes, threads, kernels)
+                                               else path_or_bytes, threads, kernels, exclude)
         elif isinstance(path_or_bytes, (str, os.PathLike)):
             path = os.fspath(path_or_bytes)
             if not os.path.exists(path):
                 raise FileNotFoundError(f"model file not found: {path!r}; export one with dt.export(model, example, "
                                         f"{path!r})")
             self._path = path
-            self._sess = _C.Session.from_file(path, threads, kernels)
+            self._sess = _C.Session.from_file(path, threads, kernels, exclude)
         else:
             raise TypeError(f"InferenceSession needs a path or the model's bytes, got {type(path_or_bytes).__name__}")
         self._inputs = [_node_arg(d) for d in self._sess.inputs()]

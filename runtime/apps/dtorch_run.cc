@@ -2,6 +2,7 @@
 //
 //   dtorch-run model.dtm --input x.npy [--input y.npy] --output out.npy [--output ...] [--threads N]
 //              [--kernels fast|exact|portable]   (kernel policy, SessionOptions::kernels; default fast)
+//              [--exclude-kernel-set SET]...     (SessionOptions::exclude_kernel_sets: e.g. avx512, to run avx2)
 //   dtorch-run model.dtm --bench N [--input x.npy ...]     latency: min/median/p90/p99/max in ms
 //   dtorch-run model.dtm --bench N --profile                 and per node: median ms, share, kernel set
 //   dtorch-run model.dtm --self-test                         run the bundled test vector: PASS/FAIL
@@ -50,6 +51,7 @@ namespace {
 
 const char kUsage[] =
     "usage: dtorch-run MODEL.dtm [--input X.npy]... [--output Y.npy]... [--threads N] [--kernels fast|exact|portable] "
+    "[--exclude-kernel-set SET]... "
     "[--bench N [--profile]] [--repeat N] [--self-test] [--info] [--build-info] [--manifest manifest.json] [--json]";
 
 int fail(const std::string& msg, int code = 1) {
@@ -209,7 +211,7 @@ bool check_manifest(const std::string& path, bool explicit_path, std::string* er
 
 int main(int argc, char** argv) {
   std::string model_path;
-  std::vector<std::string> input_paths, output_paths;
+  std::vector<std::string> input_paths, output_paths, exclude_sets;
   const double t_start = monotonic_seconds();
   int threads = 1, bench = 0, repeat = 0;
   KernelPolicy kernels = KernelPolicy::kFast;
@@ -223,10 +225,11 @@ int main(int argc, char** argv) {
       return argv[++a];
     };
     if (arg == "--input" || arg == "--output" || arg == "--threads" || arg == "--bench" || arg == "--kernels" ||
-        arg == "--manifest" || arg == "--repeat") {
+        arg == "--manifest" || arg == "--repeat" || arg == "--exclude-kernel-set") {
       const char* v = value(arg.c_str());
       if (v == nullptr) return fail(arg + " needs a value; " + kUsage, 2);
       if (arg == "--input") input_paths.push_back(v);
+      else if (arg == "--exclude-kernel-set") exclude_sets.push_back(v);
       else if (arg == "--manifest") manifest_path = v;
       else if (arg == "--output") output_paths.push_back(v);
       else if (arg == "--threads" && !parse_int(v, 1, 1024, &threads))
@@ -283,6 +286,7 @@ int main(int argc, char** argv) {
   SessionOptions options;
   options.num_threads = threads;
   options.kernels = kernels;
+  options.exclude_kernel_sets = exclude_sets;
   std::unique_ptr<Session> session;
   Status st = Session::Create(model_path, options, &session);
   if (!st.ok()) return fail(st.message());

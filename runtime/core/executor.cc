@@ -498,7 +498,16 @@ static Status finish_create(std::unique_ptr<Session::Impl> impl, const SessionOp
   impl->idle.reserve(impl->max_idle);
   impl->max_tensor_bytes = options.max_tensor_bytes;
   impl->max_arena_bytes = options.max_arena_bytes;
-  DTORCH_RETURN_IF_ERROR(load_model(impl->bytes, impl->size, &impl->m, options.kernels));
+  std::vector<const char*> exclude;
+  for (const std::string& set : options.exclude_kernel_sets) {
+    if (set.empty() || set == "portable")
+      return error_status(StatusCode::kInvalidArgument, "exclude_kernel_sets: '%s' cannot be excluded (%s)",
+                          set.c_str(), set.empty() ? "an empty name" : "the portable kernels are every operator's "
+                          "fallback; kernels=\"portable\" runs only them");
+    exclude.push_back(set.c_str());
+  }
+  DTORCH_RETURN_IF_ERROR(load_model(impl->bytes, impl->size, &impl->m, options.kernels, exclude.data(),
+                                    exclude.size()));
   // The file's own example shapes must go through every node and give the shapes it declares: a file whose
   // declared tensors disagree with its kernels is refused here, before anything runs.
   impl->set_plan_nodes();

@@ -125,6 +125,9 @@ struct KernelEntry {
 bool register_kernel(KernelEntry* entry);
 // The kernel to run: the highest-priority one registered for (op, dtype) that the policy allows, or null.
 const KernelDef* find_kernel(const char* op, DType dtype, KernelPolicy policy = KernelPolicy::kFast);
+// The same, skipping the kernel sets named in exclude[0 .. n_exclude).
+const KernelDef* find_kernel(const char* op, DType dtype, KernelPolicy policy, const char* const* exclude,
+                             size_t n_exclude);
 // The kernel of one kernel set (e.g. "portable": tests compare optimized sets against it; optimized kernels
 // delegate the cases they do not handle to it), or null.
 const KernelDef* find_kernel_in_set(const char* op, DType dtype, const char* kernel_set);

@@ -194,7 +194,8 @@ Status check_node_schema(const LoadedModel& m, const NodeInfo& n, int ni) {
 
 }  // namespace
 
-Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPolicy policy) {
+Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPolicy policy,
+                  const char* const* exclude_sets, size_t n_exclude) {
   LoadedModel& m = *out;
   m = LoadedModel();
   if (data == nullptr || size < 8)
@@ -365,7 +366,7 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
       n.outputs.push_back(t);
     }
     const DType kdt = m.tensors[first_present >= 0 ? first_present : n.outputs[0]].dtype;
-    n.kernel = find_kernel(n.op, kdt, policy);
+    n.kernel = find_kernel(n.op, kdt, policy, exclude_sets, n_exclude);
     if (n.kernel == nullptr)
       return error_status(StatusCode::kUnsupported, "model needs operator '%s' (%s), which this runtime was built "
                           "without", n.op, dtype_name(kdt));

@@ -72,7 +72,8 @@ struct LoadedModel {
 
 // Checks `data` (a whole .dtm file, 64-byte aligned) and fills `out`, binding each node to the kernel the policy
 // picks. Never reads outside [data, data+size).
-Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPolicy policy = KernelPolicy::kFast);
+Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPolicy policy = KernelPolicy::kFast,
+                  const char* const* exclude_sets = nullptr, size_t n_exclude = 0);
 
 // Caps that keep hostile files from asking for absurd work.
 constexpr int kMaxNodeArity = 64;

@@ -75,13 +75,21 @@ bool policy_allows(KernelPolicy policy, const KernelDef& def) {
 }  // namespace
 
 const KernelDef* find_kernel(const char* op, DType dtype, KernelPolicy policy) {
+  return find_kernel(op, dtype, policy, nullptr, 0);
+}
+
+const KernelDef* find_kernel(const char* op, DType dtype, KernelPolicy policy, const char* const* exclude,
+                             size_t n_exclude) {
   if (op == nullptr) return nullptr;
   const KernelDef* best = nullptr;
   for (const KernelEntry* e = g_first; e != nullptr; e = e->next) {
     const KernelDef* d = &e->def;
-    if (d->dtype == dtype && std::strcmp(d->op, op) == 0 && policy_allows(policy, *d) &&
-        (best == nullptr || d->priority > best->priority))
-      best = d;
+    if (d->dtype != dtype || std::strcmp(d->op, op) != 0 || !policy_allows(policy, *d) ||
+        (best != nullptr && d->priority <= best->priority))
+      continue;
+    bool excluded = false;
+    for (size_t i = 0; i < n_exclude && !excluded; ++i) excluded = std::strcmp(d->kernel_set, exclude[i]) == 0;
+    if (!excluded) best = d;
   }
   return best;
 }

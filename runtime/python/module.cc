@@ -363,25 +363,28 @@ py::list list_kernel_sets() {
 // --- Session ------------------------------------------------------------------------------------
 class PySession {
  public:
-  static SessionOptions options(int threads, const std::string& kernels) {
+  static SessionOptions options(int threads, const std::string& kernels, const std::vector<std::string>& exclude) {
     SessionOptions o;
     o.num_threads = threads;
+    o.exclude_kernel_sets = exclude;
     if (!parse_kernel_policy(kernels.c_str(), &o.kernels))
       throw_status(Status(StatusCode::kInvalidArgument,
                           "kernels must be 'fast', 'exact' or 'portable', got '" + kernels + "'"));
     return o;
   }
-  static PySession from_file(const std::string& path, int threads, const std::string& kernels) {
+  static PySession from_file(const std::string& path, int threads, const std::string& kernels,
+                             const std::vector<std::string>& exclude) {
     PySession s;
-    const SessionOptions o = options(threads, kernels);
+    const SessionOptions o = options(threads, kernels, exclude);
     Status st = Session::Create(path, o, &s.session_);
     if (!st.ok()) throw_status(st);
     return s;
   }
-  static PySession from_bytes(py::buffer data, int threads, const std::string& kernels) {
+  static PySession from_bytes(py::buffer data, int threads, const std::string& kernels,
+                              const std::vector<std::string>& exclude) {
     PySession s;
     py::buffer_info bi = data.request();
-    const SessionOptions o = options(threads, kernels);
+    const SessionOptions o = options(threads, kernels, exclude);
     s.keep_ = data;  // CreateFromBuffer may borrow an aligned buffer
     Status st = Session::CreateFromBuffer(bi.ptr, static_cast<size_t>(bi.size * bi.itemsize), o, &s.session_);
     if (!st.ok()) throw_status(st);
@@ -520,9 +523,9 @@ PYBIND11_MODULE(_C, m) {
         "Every registered kernel as (op, dtype, kernel_set, priority), sorted; sets the CPU lacks are absent.");
   py::class_<PySession>(m, "Session", "A loaded .dtm model (use dtorch.runtime.InferenceSession).")
       .def_static("from_file", &PySession::from_file, py::arg("path"), py::arg("threads") = 1,
-                  py::arg("kernels") = "fast")
+                  py::arg("kernels") = "fast", py::arg("exclude_kernel_sets") = std::vector<std::string>{})
       .def_static("from_bytes", &PySession::from_bytes, py::arg("data"), py::arg("threads") = 1,
-                  py::arg("kernels") = "fast")
+                  py::arg("kernels") = "fast", py::arg("exclude_kernel_sets") = std::vector<std::string>{})
       .def("node_kernels", [](const PySession& s) { return s.node_kernels(); })
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)

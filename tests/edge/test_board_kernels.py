@@ -131,6 +131,10 @@ def test_neon_conv2d_within_tolerance_of_portable(bundle, name):
 @pytest.mark.parametrize("name", ["dense3x3", "pointwise", "dw3x3"])
 def test_fast_runs_the_set_and_exact_runs_portable(bundle, name):
     assert _kernel_sets(bundle, name, "fast") == [SETS[bundle[0]]]
+    # the size report puts the set's cost beside the portable kernels it keeps
+    sizes = json.loads((bundle[1] / "manifest.json").read_text())["sizes"]["kernel_set_bytes"]
+    assert set(sizes) == {"portable", SETS[bundle[0]]} and sizes[SETS[bundle[0]]] > 0
+    assert f"- kernel set {SETS[bundle[0]]}: " in (bundle[1] / "size_report.md").read_text()
     assert _kernel_sets(bundle, name, "exact") == ["portable"]
 
 

@@ -50,6 +50,9 @@ def test_host_bundle(model, tmp_path):
     assert "-ffunction-sections" in m["flags"]["cxxflags"] and "-Wl,--gc-sections" in m["flags"]["ldflags"]
     assert m["sizes"]["full_runtime_bytes"] > m["sizes"]["dtorch_run_bytes"] > 0
     assert "kernels/portable/conv2d.cc" in m["sizes"]["kernel_bytes"]
+    sets = m["sizes"]["kernel_set_bytes"]  # per kernel set, portable first
+    assert list(sets)[0] == "portable" and sum(sets.values()) == sum(m["sizes"]["kernel_bytes"].values())
+    assert f"- kernel set portable: {sets['portable']:,} bytes" in (b / "size_report.md").read_text()
     assert m["verified"] == ["simplenet.dtm: bundled test vector"]
     info = subprocess.run([str(b / "dtorch-run"), "--build-info"], capture_output=True, text=True).stdout
     assert m["runtime_hash"] in info and m["opset_hash"] in info

@@ -218,6 +218,25 @@ def test_kernel_policy_option(binaries: Path, zoo_models: dict[str, Path]) -> No
         run(binaries, path, "--kernels", "turbo", "--info"))
 
 
+def test_exclude_kernel_set_option(binaries: Path, zoo_models: dict[str, Path]) -> None:
+    path = str(zoo_models["simplenet"])
+
+    def sets(*args: str) -> set[str]:
+        r = run(binaries, path, *args, "--self-test", "--info")
+        assert r.returncode == 0 and "self-test PASS" in r.stdout, r.stdout + r.stderr
+        line = next(x for x in r.stdout.splitlines() if x.startswith("kernels: "))
+        return {item.split(":")[1] for item in line.split()[1:]}
+
+    every = sets()
+    for drop in sorted(every - {"portable"}):  # each set the fast policy took, excluded in turn
+        assert drop not in sets("--exclude-kernel-set", drop)
+    # without every x86 set, the portable kernels (on any CPU, whichever sets it has)
+    assert sets(*[a for s in ("x86", "avx2", "avx512") for a in ("--exclude-kernel-set", s)]) == {"portable"}
+    assert "'portable' cannot be excluded" in one_error_line(
+        run(binaries, path, "--exclude-kernel-set", "portable", "--info"))
+    assert "--exclude-kernel-set needs a value" in one_error_line(run(binaries, path, "--exclude-kernel-set"))
+
+
 def test_setup_installs_the_host_dtorch_run_in_the_venv(tmp_path: Path) -> None:
     """After scripts/setup.sh (the README's Quickstart), the venv has the native host runner."""
     import sys

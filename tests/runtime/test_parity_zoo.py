@@ -93,3 +93,39 @@ def test_unknown_kernel_policy_is_refused(exported):
     _, path, _ = exported["mlp"]
     with pytest.raises(ValueError, match=r"kernels must be one of \['fast', 'exact', 'portable'\], got 'turbo'"):
         rt.InferenceSession(str(path), kernels="turbo")
+
+
+def test_excluded_kernel_sets_are_not_taken(exported):
+    """exclude_kernel_sets: each node takes the best kernel of the other sets (on an AVX-512 CPU, excluding avx512
+    runs the avx2 set: the way to time both on one machine); the result stays within the fast tolerance."""
+    model, path, make_input = exported["simplenet"]
+    x = make_input(2).numpy()
+    sets = {ks for _, _, ks, _ in rt._C.registered_kernel_sets()}
+    full = rt.InferenceSession(str(path))
+    taken = {ks for _, _, ks in full.node_kernels()}
+    for drop in sorted(taken - {"portable"}) or ["avx512"]:
+        sess = rt.InferenceSession(str(path), exclude_kernel_sets=[drop])
+        now = {ks for _, _, ks in sess.node_kernels()}
+        assert drop not in now and now <= sets
+        want = full.run(None, {"input": x})[0]
+        got = sess.run(None, {"input": x})[0]
+        assert np.max(np.abs(got - want)) <= 1e-5 * max(1.0, float(np.max(np.abs(want))))
+    # excluding every ISA set leaves the portable kernels; an unknown name changes nothing
+    every = rt.InferenceSession(str(path), exclude_kernel_sets=sorted(sets - {"portable"}))
+    assert {ks for _, _, ks in every.node_kernels()} == {"portable"}
+    same = rt.InferenceSession(str(path), exclude_kernel_sets=["no-such-set"])
+    assert same.node_kernels() == full.node_kernels()
+    if {"avx512", "avx2"} <= sets:  # this CPU has both: the avx2 set runs the convolutions
+        avx2 = rt.InferenceSession(str(path), exclude_kernel_sets=["avx512"])
+        convs = [ks for op, _, ks in avx2.node_kernels() if op == "conv2d"]
+        assert convs and set(convs) == {"avx2"}
+
+
+def test_bad_kernel_set_exclusions_are_refused(exported):
+    _, path, _ = exported["mlp"]
+    with pytest.raises(ValueError, match=r"'portable' cannot be excluded \(the portable kernels are every operator"):
+        rt.InferenceSession(str(path), exclude_kernel_sets=["portable"])
+    with pytest.raises(ValueError, match="'' cannot be excluded"):
+        rt.InferenceSession(str(path), exclude_kernel_sets=[""])
+    with pytest.raises(TypeError, match="exclude_kernel_sets must be a list of kernel set names, got 'avx512'"):
+        rt.InferenceSession(str(path), exclude_kernel_sets="avx512")

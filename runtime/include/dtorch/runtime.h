@@ -33,6 +33,10 @@ struct SessionOptions {
   // Which kernel sets may run (types.h): kFast (default) the fastest this CPU has; kExact only kernels with the
   // portable kernels' bits (use it to compare a host result with a board's bit for bit); kPortable only those.
   KernelPolicy kernels = KernelPolicy::kFast;
+  // Kernel sets the session may not take (e.g. {"avx512"}: the avx2 set on an AVX-512 CPU, to time both); each
+  // node then runs the best kernel of the others the policy allows. "portable" cannot be excluded (it is every
+  // operator's fallback); a name no registered kernel has changes nothing.
+  std::vector<std::string> exclude_kernel_sets;
   // Execution states a session keeps for later Runs once their RunResults are done with them (1 .. 1024). A Run
   // whose RunResult holds none takes an idle one, or makes one when every kept state is in use (Runs on several
   // threads at once); a state handed back when this many are idle is freed.

@@ -61,8 +61,8 @@ struct GemmSplit {
   }
 };
 
-// The block loop of the NEON and RVV sets' GEMMs: C (M x N, ldc) = A . B (+ epilogue) with A packed in panels of kMR rows
-// (all of it) and B read in place from `direct` for whole column panels of kNR columns, else produced by
+// The block loop of the NEON and RVV sets' GEMMs: C (M x N, ldc) = A . B (+ epilogue) with A packed in panels of
+// kMR rows (all of it) and B read in place from `direct` for whole column panels of kNR columns, else produced by
 // fill(j0, nr, k0, kc, dst): write B[k0 + r][j0 + q] to dst[r * kNR + q] for r < kc, q < nr, and 0 for q >= nr.
 // tile_any(mr, nr, first, last, kc, ap, bp, ldb, i0, j0, C, ldc, ep) runs one register tile over one K block.
 template <int kMR, int kNR, int64_t kKC, typename Fill, typename Tile>

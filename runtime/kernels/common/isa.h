@@ -30,11 +30,12 @@
 #define DTORCH_BASELINE_TARGET
 #endif
 
-// DTORCH_REGISTER_ISA_KERNEL(set, rank, bit_exact, supported, op, dtype, infer, run, prepare): what each ISA kernel set's own registration macro expands to (kernels/x86/x86.h,
-// kernels/avx2/avx2.h, kernels/avx512/avx512.h, kernels/neon64/neon64.h). It defines the kernel's constant-initialized KernelEntry
-// (core/kernel.h), which a function compiled for the baseline ISA (DTORCH_BASELINE_TARGET: nothing newer runs before
-// the check) links into the registry only when `supported()` says this CPU runs the set. One per file: the names are
-// fixed within the file.
+// DTORCH_REGISTER_ISA_KERNEL(set, rank, bit_exact, supported, op, dtype, infer, run, prepare): what each ISA kernel
+// set's own registration macro expands to (kernels/x86/x86.h, kernels/avx2/avx2.h, kernels/avx512/avx512.h,
+// kernels/neon64/neon64.h, kernels/neon32/neon32.h, kernels/rvv/rvv.h). It defines the kernel's constant-initialized
+// KernelEntry (core/kernel.h), which a function compiled for the baseline ISA (DTORCH_BASELINE_TARGET: nothing
+// newer runs before the check) links into the registry only when `supported()` says this CPU runs the set. One per
+// file: the names are fixed within the file.
 #define DTORCH_REGISTER_ISA_KERNEL(set, rank, bit_exact, supported, op, dtype, infer, run, prepare)                 \
   static ::dtorch::KernelEntry dtorch_isa_kernel_entry{                                                            \
       ::dtorch::KernelDef{DTORCH_OP_SCHEMA(op).name, dtype, infer, run, ::dtorch::schema_arity(DTORCH_OP_SCHEMA(op)), \

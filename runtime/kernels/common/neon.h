@@ -1,6 +1,6 @@
 // What the Arm Advanced SIMD kernel sets (kernels/neon64: AArch64, kernels/neon32: armv7-a NEON + VFPv4) share:
-// loop pragmas, the fused-activation clamp and the register tiles' start and finish. Header-only; included only by those sets' files (and by
-// kernels/common/neon_*.h), which are compiled only for Arm targets with NEON.
+// loop pragmas, the fused-activation clamp and the register tiles' start and finish. Header-only; included only by
+// those sets' files (and by kernels/common/neon_*.h), which are compiled only for Arm targets with NEON.
 #pragma once
 
 #if !defined(__ARM_NEON) || !defined(__ARM_FEATURE_FMA)

@@ -236,10 +236,14 @@ inline bool depthwise_plane(const ConvGeometry& g, const float* xp, const float*
   int64_t cw = 0, pw = 0, slots = 0;
   if (!dw_ring(g, &cw, &pw, &slots)) return false;
   const bool k3 = g.kh == 3 && g.kw == 3;
-  if (g.sw == 1) {
-    k3 ? dw_plane<1, 3, 3>(g, xp, wc, b, yp, cw, pw, slots, ring) : dw_plane<1, 0, 0>(g, xp, wc, b, yp, cw, pw, slots, ring);
+  if (g.sw == 1 && k3) {
+    dw_plane<1, 3, 3>(g, xp, wc, b, yp, cw, pw, slots, ring);
+  } else if (g.sw == 1) {
+    dw_plane<1, 0, 0>(g, xp, wc, b, yp, cw, pw, slots, ring);
+  } else if (g.sw == 2 && k3) {
+    dw_plane<2, 3, 3>(g, xp, wc, b, yp, cw, pw, slots, ring);
   } else if (g.sw == 2) {
-    k3 ? dw_plane<2, 3, 3>(g, xp, wc, b, yp, cw, pw, slots, ring) : dw_plane<2, 0, 0>(g, xp, wc, b, yp, cw, pw, slots, ring);
+    dw_plane<2, 0, 0>(g, xp, wc, b, yp, cw, pw, slots, ring);
   } else {
     dw_plane<0, 0, 0>(g, xp, wc, b, yp, cw, pw, slots, ring);
   }

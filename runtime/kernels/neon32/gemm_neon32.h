@@ -8,8 +8,9 @@
 // (one load, each value broadcast: armv7 NEON has no fused multiply-add by element): 14 of armv7's 16 q-registers.
 //
 // Numerics (kernels/neon32/neon32.h): each C[i][j] starts at its bias (or +0.0f) and adds A[i][k] * B[k][j] with
-// one fused multiply-add (VFMA) per k, k ascending in one float32 accumulator (spilled to C and reloaded between K blocks, which
-// is exact); then the fused activation. The sequence depends only on the shapes, so threads change nothing.
+// one fused multiply-add (VFMA) per k, k ascending in one float32 accumulator (spilled to C and reloaded between K
+// blocks, which is exact); then the fused activation. The sequence depends only on the shapes, so threads change
+// nothing.
 #pragma once
 
 #include <arm_neon.h>
