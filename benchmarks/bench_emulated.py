@@ -230,9 +230,11 @@ def main() -> None:
     body = ("Every figure is emulated (QEMU 7.2 user mode on this x86-64 VM, local runner, 1 thread) except the last "
             "column, an estimate for the real board from its board file (dtorch/edge/emulate/estimate.py). Instructions "
             "are guest instructions counted by the project's TCG plugin: deterministic, the figure to compare across "
-            "changes. Fast = the board's SIMD kernel set where its ISA has one (neon64 on aarch64 boards listing neon; the "
-            "armv7 and riscv64 boards have none yet, so fast = portable there), portable = the same bundle run with "
-            "--kernels exact. Cold start, latency, memory and the estimate are of the fast kernels.\n\n" + head + "\n"
+            "changes. Fast = the board's SIMD kernel set where its ISA has one (neon64: aarch64 boards listing neon; neon32: "
+            "armv7 boards listing neon and vfpv4; rvv: riscv64 boards listing rvv1.0; licheepi4a's RVV 0.7.1 has "
+            "none, so fast = portable there), portable = the same bundle run with --kernels exact (k230's portable "
+            "build is auto-vectorized by LLVM for RVV). Cold start, latency, memory and the estimate are of the fast "
+            "kernels; runtime peak includes the mapped model.\n\n" + head + "\n"
             + "\n".join(rows) + "\n\nONNX Runtime 1.32.0 (manylinux aarch64 wheel) beside dtorch's rk3588 bundle, "
             "same qemu-aarch64 -cpu cortex-a76. Comparable: both run single-threaded on the same emulated CPU; "
             "latency is the p50 of in-process runs, both in FROM scratch containers. Not comparable: ORT's process is "
@@ -244,8 +246,9 @@ def main() -> None:
             + ort_head + "\n" + "\n".join(ort_rows) + "\n")
     print(body)
     if args.write:
+        argv = " ".join(a for a in sys.argv[1:] if a != "--write")
         write_section("Emulated boards (issue 5)", body, command=".venv/bin/python benchmarks/bench_emulated.py "
-                                                                  "--prepare --write")
+                                                                  f"{argv + ' ' if argv else ''}--write")
 
 
 if __name__ == "__main__":

@@ -208,7 +208,9 @@ def cpu_description() -> str:
     model = next((ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("model name")), "?")
     flags = set(next((ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), []))
     isa = "AVX-512" if "avx512f" in flags else "AVX2 + FMA, no AVX-512" if {"avx2", "fma"} <= flags else "no AVX2"
-    return f"{model} ({isa})"
+    family = next((ln.split(":", 1)[1].strip() for ln in text.splitlines() if ln.startswith("cpu family")), "")
+    # the model name of a VM often hides the generation; the family tells (AMD: 25 = Zen 3/4, 26 = Zen 5)
+    return f"{model}{f', cpu family {family}' if family else ''} ({isa})"
 
 
 def reading_text(res: dict) -> str:
