@@ -4,7 +4,7 @@
 // the board's flags select the FPU (-mfpu=neon-vfpv4, or LLVM's cortex_a7). It is what the "fast" policy runs there.
 //
 // Numerics: within the documented tolerance of the portable kernels, 1e-5 x the output scale (checked under QEMU:
-// tests/edge/test_neon_kernels.py), as the other SIMD sets: fused multiply-adds (VFMA) in their own order; armv7
+// tests/edge/test_board_kernels.py), as the other SIMD sets: fused multiply-adds (VFMA) in their own order; armv7
 // NEON also flushes subnormal inputs and results to zero, far below the tolerance. Each output is computed
 // by a fixed sequence of operations that depends only on the shapes, so threads=1 and threads=N give identical
 // bits. The "exact" policy never takes this set.

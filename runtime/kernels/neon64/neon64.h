@@ -6,7 +6,7 @@
 //
 // Numerics: as the x86 FMA sets (kernels/avx2/avx2.h): FMA and their own accumulation order, so the bits differ
 // from the portable kernels' within the documented tolerance, 1e-5 x the output scale (checked under QEMU against
-// the portable kernels: tests/edge/test_neon64_kernels.py). Each output is computed by a fixed sequence of
+// the portable kernels: tests/edge/test_board_kernels.py). Each output is computed by a fixed sequence of
 // operations that depends only on the shapes, so threads=1 and threads=N give identical bits. The "exact" policy
 // never takes this set: a board asked for exact kernels runs the portable bits, which the host shares.
 //

@@ -8,7 +8,7 @@
 // machines, which the code does not assume: every vector length comes from vsetvl).
 //
 // Numerics: within the documented tolerance of the portable kernels, 1e-5 x the output scale (checked under QEMU:
-// tests/edge/test_neon_kernels.py), as the other SIMD sets: fused multiply-adds (vfmacc) in their own order. The
+// tests/edge/test_board_kernels.py), as the other SIMD sets: fused multiply-adds (vfmacc) in their own order. The
 // clamps compare and merge rather than use vfmax/vfmin, which return the other operand for a NaN: a NaN stays
 // NaN, as in the portable kernels. Each output is computed by a fixed sequence of operations that depends only on
 // the shapes, so threads=1 and threads=N give identical bits. The "exact" policy never takes this set.
