@@ -184,6 +184,11 @@ def _scale(ref: np.ndarray) -> float:
     return max(float(np.max(np.abs(ref))) if ref.size else 0.0, 1e-30)
 
 
+def _max_rel(got: np.ndarray, ref: np.ndarray) -> float:
+    """The largest difference of got from ref, relative to ref's scale (0 for empty outputs)."""
+    return float(np.max(np.abs(got.astype(np.float64) - ref))) / _scale(ref) if ref.size else 0.0
+
+
 def emulate(board: str, *, model: str | os.PathLike[str] | None = None, bundle: str | os.PathLike[str] | None = None,
             runner: str = "auto", runs: int = 5, bench_runs: int = 20, data: Sequence[str | os.PathLike[str]] = (),
             timeout: float = 600.0, threads: int = 1, count_instructions: bool = True, out: str | os.PathLike[str] = "dist",
@@ -320,7 +325,7 @@ def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, sample
             for o, w in zip(outs, want):
                 g = np.load(work / o)
                 w = np.asarray(w)
-                err = float(np.max(np.abs(g.astype(np.float64) - w))) / _scale(w) if w.size else 0.0
+                err = _max_rel(g, w)
                 if not np.issubdtype(w.dtype, np.floating):
                     err = 0.0 if g.tobytes() == w.tobytes() else float("inf")  # integer outputs: the same values
                 worst_fast = max(worst_fast, err if g.shape == w.shape else float("inf"))
@@ -334,7 +339,7 @@ def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, sample
                 eager_checked += 1
                 for g, e in zip(got, ref):
                     e = np.asarray(e)
-                    err = float(np.max(np.abs(g.astype(np.float64) - e))) / _scale(e) if e.size else 0.0
+                    err = _max_rel(g, e)
                     worst_eager = max(worst_eager, err)
                     eager_ok &= g.shape == e.shape and err <= PARITY_TOLERANCE
             step()

@@ -102,6 +102,23 @@ inline float apply_activation(const Activation& a, float x) {
   return x;
 }
 
+// The fused activation as the SIMD kernels apply it: a clamp in registers, x < lo ? lo : x where `low` (relu: 0,
+// relu6: 0, hardtanh: its lower bound; else lo = -inf), then x > hi ? hi : x where `high` (relu6: 6, hardtanh: its
+// upper bound; else hi = inf), or `other`: an activation that is not a clamp, applied to the stored values
+// (bias_activation). None is neither. The infinite bounds change nothing, NaN included.
+struct ClampBounds {
+  bool low = false, high = false, other = false;
+  float lo = -__builtin_inff(), hi = __builtin_inff();
+  explicit ClampBounds(const Activation& a) {
+    const bool relu = a.kind == ActKind::kRelu, relu6 = a.kind == ActKind::kRelu6, ht = a.kind == ActKind::kHardtanh;
+    low = relu || relu6 || ht;
+    high = relu6 || ht;
+    if (low) lo = ht ? a.lo : 0.0f;
+    if (high) hi = relu6 ? 6.0f : a.hi;
+    other = !(low || a.kind == ActKind::kNone);
+  }
+};
+
 // p[i] = act(p[i] + bias) for i in [0, n); the switch sits outside the loops so they vectorize.
 inline void bias_activation(const Activation& a, float bias, float* p, int64_t n) {
   if (bias != 0.0f)

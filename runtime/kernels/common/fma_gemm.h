@@ -101,6 +101,21 @@ void gemm_blocks(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float*
   });
 }
 
+// A register tile over one K block, as gemm_blocks calls it.
+using TileFn = void (*)(int mr, int nr, bool first, bool last, int64_t kc, const float* ap, const float* bp,
+                        int64_t ldb, int64_t i0, int64_t j0, float* C, int64_t ldc, const Epilogue& ep);
+
+// A set's GEMM: gemm_blocks with its tile shape and tiles (the `Gemm` of kernels/common/neon_conv.h's ConvSet).
+template <int MR, int NR, int64_t KC, TileFn Tile>
+struct BlockedGemm {
+  static constexpr int kMR = MR, kNR = NR;
+  template <typename Fill>
+  static void run(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, DirectB direct, Fill&& fill,
+                  float* C, int64_t ldc, const Epilogue& ep) {
+    gemm_blocks<MR, NR, KC>(pool, M, N, K, ap, direct, fill, C, ldc, ep, Tile);
+  }
+};
+
 }  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch

@@ -31,18 +31,17 @@ namespace neon {
 DTORCH_NEON_INLINE float32x4_t clamp_lo(float32x4_t lo, float32x4_t x) { return vmaxq_f32(lo, x); }
 DTORCH_NEON_INLINE float32x4_t clamp_hi(float32x4_t hi, float32x4_t x) { return vminq_f32(hi, x); }
 
-// The fused activation as the clamp [lo, hi] every output goes through in registers (relu: [0, inf], relu6:
-// [0, 6], hardtanh: its bounds; none and the other activations: [-inf, inf], which changes nothing, NaN included),
-// and whether the activation is another one, applied to the stored values afterwards (`after`).
+// The fused activation as the clamp [lo, hi] every output goes through in registers (ClampBounds in
+// kernels/common/activation.h: [-inf, inf] for none and the other activations, which changes nothing, NaN
+// included), and whether the activation is another one, applied to the stored values afterwards (`after`).
 struct Clamp {
   float32x4_t lo, hi;
   bool after;
   explicit Clamp(const Activation& a) {
-    const float inf = __builtin_inff();
-    const bool relu = a.kind == ActKind::kRelu, relu6 = a.kind == ActKind::kRelu6, ht = a.kind == ActKind::kHardtanh;
-    lo = vdupq_n_f32(relu || relu6 ? 0.0f : ht ? a.lo : -inf);
-    hi = vdupq_n_f32(relu6 ? 6.0f : ht ? a.hi : inf);
-    after = !(relu || relu6 || ht || a.kind == ActKind::kNone);
+    const ClampBounds b(a);
+    lo = vdupq_n_f32(b.lo);
+    hi = vdupq_n_f32(b.hi);
+    after = b.other;
   }
   DTORCH_NEON_INLINE float32x4_t operator()(float32x4_t x) const { return clamp_hi(hi, clamp_lo(lo, x)); }
 };

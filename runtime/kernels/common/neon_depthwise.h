@@ -17,6 +17,7 @@
 #include <arm_neon.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/common/activation.h"
 #include "kernels/common/conv_geometry.h"
@@ -118,42 +119,50 @@ __attribute__((noinline)) void dw_pair(const ConvGeometry& g, const float* const
   }
 }
 
-// Columns [0, cw) of two output rows (dw_pair), as dw_row.
-template <int SW>
-DTORCH_NEON_INLINE void dw_row_pair(const ConvGeometry& g, const float* const* rows, const float* wc, float b,
-                                    int64_t cw, float* ya, float* yb) {
+// Columns [0, cw) of an output row in blocks: block(nv, q0, nv_last) for blocks of kDwVecs vectors, then one of
+// the 1-4 vectors left (nv: a std::integral_constant, the block's vector count; nv_last: its last vector's columns).
+template <typename Block>
+DTORCH_NEON_INLINE void dw_blocks(int64_t cw, Block&& block) {
   constexpr int64_t kCols = 4 * kDwVecs;
   int64_t q0 = 0;
-  for (; q0 + kCols <= cw; q0 += kCols) dw_pair<SW, kDwVecs>(g, rows, wc, b, q0, 4, ya, yb);
+  for (; q0 + kCols <= cw; q0 += kCols) block(std::integral_constant<int, kDwVecs>{}, q0, 4);
   const int64_t rest = cw - q0;
   if (rest <= 0) return;
   const int nv_last = static_cast<int>(rest - 4 * ((rest - 1) / 4));
   switch ((rest + 3) / 4) {
-    case 1: dw_pair<SW, 1>(g, rows, wc, b, q0, nv_last, ya, yb); break;
-    case 2: dw_pair<SW, 2>(g, rows, wc, b, q0, nv_last, ya, yb); break;
-    case 3: dw_pair<SW, 3>(g, rows, wc, b, q0, nv_last, ya, yb); break;
-    default: dw_pair<SW, 4>(g, rows, wc, b, q0, nv_last, ya, yb); break;
+    case 1: block(std::integral_constant<int, 1>{}, q0, nv_last); break;
+    case 2: block(std::integral_constant<int, 2>{}, q0, nv_last); break;
+    case 3: block(std::integral_constant<int, 3>{}, q0, nv_last); break;
+    default: block(std::integral_constant<int, 4>{}, q0, nv_last); break;
   }
+}
+static_assert(kDwVecs == 4, "dw_blocks dispatches the last block's 1-4 vectors");
+
+// The ring of padded rows of a plane: output columns per chunk (cw, a multiple of 4 unless it is the whole row),
+// padded row width (pw) and slots (the input rows an output row spans, one more where 3x3 rows go in pairs).
+struct DwRing {
+  int64_t cw, pw, slots;
+};
+
+// False when the kernel is too tall for the ring (the caller falls back).
+inline bool dw_ring(const ConvGeometry& g, DwRing* r) {
+  r->slots = (g.kh - 1) * g.dh + 1 + (g.kh == 3 && g.kw == 3 && g.sw == 1 && g.sh == 1 && g.dh == 1 ? 1 : 0);
+  if (g.kh > 16 || r->slots > 64) return false;
+  // padded floats a chunk of c columns reads: the last vector's last tap (+8 for LD2 / lane-load slack)
+  auto width = [&](int64_t c) { return ceil_div(c, 4) * 4 * g.sw + (g.kw - 1) * g.dw + 8; };
+  int64_t c = g.ow;
+  while (c > 4 && width(c) * r->slots > kDwRing) c = ceil_div(c / 2, 4) * 4;
+  if (width(c) * r->slots > kDwRing) return false;
+  r->cw = c;
+  r->pw = width(c);
+  return true;
 }
 
-// Columns [0, cw) of one output row: blocks of kDwVecs vectors, then one block of the 1-4 vectors left.
-template <int SW, int KH, int KW>
-DTORCH_NEON_INLINE void dw_row(const ConvGeometry& g, const float* const* rows, const float* wc, float b, int64_t cw,
-                               float* yr) {
-  constexpr int64_t kCols = 4 * kDwVecs;
-  int64_t q0 = 0;
-  for (; q0 + kCols <= cw; q0 += kCols) dw_vectors<SW, KH, KW, kDwVecs>(g, rows, wc, b, q0, 4, yr);
-  const int64_t rest = cw - q0;
-  if (rest <= 0) return;
-  const int nv_last = static_cast<int>(rest - 4 * ((rest - 1) / 4));
-  switch ((rest + 3) / 4) {
-    case 1: dw_vectors<SW, KH, KW, 1>(g, rows, wc, b, q0, nv_last, yr); break;
-    case 2: dw_vectors<SW, KH, KW, 2>(g, rows, wc, b, q0, nv_last, yr); break;
-    case 3: dw_vectors<SW, KH, KW, 3>(g, rows, wc, b, q0, nv_last, yr); break;
-    default: dw_vectors<SW, KH, KW, 4>(g, rows, wc, b, q0, nv_last, yr); break;
-  }
+// Whether depthwise() takes this geometry (else the caller runs the fallback kernel).
+inline bool depthwise_fits(const ConvGeometry& g) {
+  DwRing r{};
+  return dw_ring(g, &r);
 }
-static_assert(kDwVecs == 4, "dw_row dispatches the last block's 1-4 vectors");
 
 // dst[q] = src[q] for q in [lo, hi), 0 for the rest of [0, pw).
 inline void pad_row(const float* src, int64_t lo, int64_t hi, int64_t pw, float* dst) {
@@ -172,8 +181,9 @@ inline void pad_row(const float* src, int64_t lo, int64_t hi, int64_t pw, float*
 
 // Output columns [c0, c0 + cw) of every row of one plane, through a ring of `slots` padded rows of `pw` floats.
 template <int SW, int KH, int KW>
-void dw_chunk(const ConvGeometry& g, const float* xp, const float* wc, float b, int64_t c0, int64_t cw, int64_t slots,
-              int64_t pw, float* ring, float* yp) {
+void dw_chunk(const ConvGeometry& g, const float* xp, const float* wc, float b, int64_t c0, int64_t cw,
+              const DwRing& rg, float* ring, float* yp) {
+  const int64_t slots = rg.slots, pw = rg.pw;
   constexpr int kMaxKh = 16;  // dw_ring checks g.kh <= kMaxKh and slots <= 64
   const int64_t base = c0 * g.sw - g.pl;  // input column of padded float 0
   int64_t held[64];  // the input row each slot holds
@@ -197,75 +207,48 @@ void dw_chunk(const ConvGeometry& g, const float* xp, const float* wc, float b, 
     if (g.sh == 1 && g.dh == 1) {  // pairs of rows share 2 of their 3 input rows
       for (; oh + 2 <= g.oh; oh += 2) {
         for (int i = 0; i < 4; ++i) fetch(oh - g.pt + i, i);
-        dw_row_pair<SW>(g, rows, wc, b, cw, yp + oh * g.ow + c0, yp + (oh + 1) * g.ow + c0);
+        float* ya = yp + oh * g.ow + c0;
+        float* yb = ya + g.ow;
+        dw_blocks(cw, [&](auto nv, int64_t q0, int nv_last) {
+          dw_pair<SW, decltype(nv)::value>(g, rows, wc, b, q0, nv_last, ya, yb);
+        });
       }
     }
   }
   for (; oh < g.oh; ++oh) {
     for (int64_t i = 0; i < g.kh; ++i) fetch(oh * g.sh - g.pt + i * g.dh, static_cast<int>(i));
-    dw_row<SW, KH, KW>(g, rows, wc, b, cw, yp + oh * g.ow + c0);
+    float* yr = yp + oh * g.ow + c0;
+    dw_blocks(cw, [&](auto nv, int64_t q0, int nv_last) {
+      dw_vectors<SW, KH, KW, decltype(nv)::value>(g, rows, wc, b, q0, nv_last, yr);
+    });
   }
 }
 
-// Ring geometry of a plane: output columns per chunk (cw, a multiple of 4 unless it is the whole row), padded row
-// width (pw) and slots; false when the kernel is too tall for the ring (the caller falls back).
-inline bool dw_ring(const ConvGeometry& g, int64_t* cw, int64_t* pw, int64_t* slots) {
-  // the input rows an output row spans, and one more where dw_chunk takes 3x3 rows in pairs
-  *slots = (g.kh - 1) * g.dh + 1 + (g.kh == 3 && g.kw == 3 && g.sw == 1 && g.sh == 1 && g.dh == 1 ? 1 : 0);
-  if (g.kh > 16 || *slots > 64) return false;
-  // padded floats a chunk of c columns reads: the last vector's last tap (+8 for LD2 / lane-load slack)
-  auto width = [&](int64_t c) { return ceil_div(c, 4) * 4 * g.sw + (g.kw - 1) * g.dw + 8; };
-  int64_t c = g.ow;
-  while (c > 4 && width(c) * *slots > kDwRing) c = ceil_div(c / 2, 4) * 4;
-  if (width(c) * *slots > kDwRing) return false;
-  *cw = c;
-  *pw = width(c);
-  return true;
-}
-
+// One output plane (image n, channel c), chunk by chunk.
 template <int SW, int KH, int KW>
-void dw_plane(const ConvGeometry& g, const float* xp, const float* wc, float b, float* yp, int64_t cw, int64_t pw,
-              int64_t slots, float* ring) {
-  for (int64_t c0 = 0; c0 < g.ow; c0 += cw)
-    dw_chunk<SW, KH, KW>(g, xp, wc, b, c0, g.ow - c0 < cw ? g.ow - c0 : cw, slots, pw, ring, yp);
+void dw_plane(const ConvGeometry& g, const float* xp, const float* wc, float b, float* yp, const DwRing& rg,
+              float* ring) {
+  for (int64_t c0 = 0; c0 < g.ow; c0 += rg.cw)
+    dw_chunk<SW, KH, KW>(g, xp, wc, b, c0, g.ow - c0 < rg.cw ? g.ow - c0 : rg.cw, rg, ring, yp);
 }
+using DwPlaneFn = void (*)(const ConvGeometry&, const float*, const float*, float, float*, const DwRing&, float*);
 
-// One output plane (image n, channel c); false when the geometry does not fit the ring.
-inline bool depthwise_plane(const ConvGeometry& g, const float* xp, const float* wc, float b, float* yp,
-                            float* ring) {
-  int64_t cw = 0, pw = 0, slots = 0;
-  if (!dw_ring(g, &cw, &pw, &slots)) return false;
-  const bool k3 = g.kh == 3 && g.kw == 3;
-  if (g.sw == 1 && k3) {
-    dw_plane<1, 3, 3>(g, xp, wc, b, yp, cw, pw, slots, ring);
-  } else if (g.sw == 1) {
-    dw_plane<1, 0, 0>(g, xp, wc, b, yp, cw, pw, slots, ring);
-  } else if (g.sw == 2 && k3) {
-    dw_plane<2, 3, 3>(g, xp, wc, b, yp, cw, pw, slots, ring);
-  } else if (g.sw == 2) {
-    dw_plane<2, 0, 0>(g, xp, wc, b, yp, cw, pw, slots, ring);
-  } else {
-    dw_plane<0, 0, 0>(g, xp, wc, b, yp, cw, pw, slots, ring);
-  }
-  return true;
-}
-
-// Whether depthwise() takes this geometry (else the caller runs the fallback kernel).
-inline bool depthwise_fits(const ConvGeometry& g) {
-  int64_t cw = 0, pw = 0, slots = 0;
-  return dw_ring(g, &cw, &pw, &slots);
-}
-
-// Every plane of a depthwise convolution (depthwise_fits(g)); threads take whole planes.
+// Every plane of a depthwise convolution (depthwise_fits(g)); threads take whole planes. The ring geometry and the
+// plane kernel depend on the geometry only: chosen once.
 inline void depthwise(ThreadPool* pool, const ConvGeometry& g, const float* x, const float* w, const float* bias,
                       float* y) {
+  DwRing rg{};
+  if (!dw_ring(g, &rg)) return;  // the caller checked depthwise_fits
+  const bool k3 = g.kh == 3 && g.kw == 3;
+  const DwPlaneFn plane = g.sw == 1 ? (k3 ? dw_plane<1, 3, 3> : dw_plane<1, 0, 0>)
+                          : g.sw == 2 ? (k3 ? dw_plane<2, 3, 3> : dw_plane<2, 0, 0>)
+                                      : dw_plane<0, 0, 0>;
   const int64_t planes = g.n * g.c, in_plane = g.h * g.w, out_plane = g.oh * g.ow;
   parallel_chunks(pool, planes, 1, [&](int64_t b, int64_t e) {
     alignas(16) float ring[kDwRing];
     for (int64_t p = b; p < e; ++p) {
       const int64_t c = p % g.c;
-      depthwise_plane(g, x + p * in_plane, w + c * g.kh * g.kw, bias == nullptr ? 0.0f : bias[c], y + p * out_plane,
-                      ring);
+      plane(g, x + p * in_plane, w + c * g.kh * g.kw, bias == nullptr ? 0.0f : bias[c], y + p * out_plane, rg, ring);
     }
   });
 }

@@ -28,8 +28,6 @@ namespace dtorch {
 namespace kernels {
 namespace neon32 {
 
-using neon::Clamp;
-using DirectB = kernels::DirectB;
 
 constexpr int kMR = 4;        // rows of a register tile (= rows of a packed A panel)
 constexpr int kNV = 2;        // q-registers per tile row
@@ -82,16 +80,8 @@ inline void tile_any(int mr, int nr, bool first, bool last, int64_t kc, const fl
 }
 static_assert(kNV == 2, "tile_any dispatches NV = 1, 2");
 
-// C (M x N, ldc) = A . B (+ epilogue): kernels/common/fma_gemm.h's gemm_blocks with this set's tiles (the GEMM of
-// kernels/common/neon_conv.h's ConvSet).
-struct Gemm {
-  static constexpr int kMR = neon32::kMR, kNR = neon32::kNR;
-  template <typename Fill>
-  static void run(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, DirectB direct, Fill&& fill,
-                  float* C, int64_t ldc, const Epilogue& ep) {
-    gemm_blocks<kMR, kNR, kKC>(pool, M, N, K, ap, direct, fill, C, ldc, ep, tile_any);
-  }
-};
+// C (M x N, ldc) = A . B (+ epilogue) with this set's tiles (kernels/common/fma_gemm.h).
+using Gemm = BlockedGemm<kMR, kNR, kKC, tile_any>;
 
 }  // namespace neon32
 }  // namespace kernels

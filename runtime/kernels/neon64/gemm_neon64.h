@@ -1,6 +1,6 @@
 // The Advanced SIMD FMA GEMM of the neon64 kernel set. Header-only, included by kernels/neon64/*.cc only.
 //
-// C (M x N) = A (M x K) . B (K x N) (+ epilogue), where A is packed once (pack_a: panels of kMR rows, k-major; a
+// C (M x N) = A (M x K) . B (K x N) (+ epilogue), where A is packed once (panels of kMR rows, k-major; a
 // convolution packs its weights when the session loads) and B is either read in place (a row-major B whose
 // column panel is whole: a 1x1 convolution's input plane) or produced block by block by the caller's `fill`
 // function into a buffer on the stack (kKC rows x kNR columns, k-major, 12 KiB): convolutions write their im2col
@@ -26,24 +26,15 @@
 #include "kernels/common/util.h"
 #include "kernels/neon64/neon64.h"
 
-
 namespace dtorch {
 namespace kernels {
 namespace neon64 {
 
-using neon::Clamp;
-using DirectB = kernels::DirectB;
 
 constexpr int kMR = 8;        // rows of a register tile (= rows of a packed A panel)
 constexpr int kNV = 3;        // q-registers per tile row
 constexpr int kNR = 4 * kNV;  // columns of a register tile = columns of a B block
 constexpr int64_t kKC = 256;  // rows of a B block: kKC x kNR floats = 12 KiB (L1)
-
-// The packed A: panels of kMR rows (kernels/common/fma_gemm.h).
-inline int64_t packed_a_floats(int64_t M, int64_t K) { return packed_panels_floats(M, K, kMR); }
-inline void pack_a(const float* A, int64_t rs, int64_t cs, int64_t M, int64_t K, int64_t t0, int64_t t1, float* ap) {
-  pack_panels(A, rs, cs, M, K, kMR, t0, t1, ap);
-}
 
 // One register tile (MR = 8 or 4 rows, NV = 1-3 vectors of 4 columns) over one K block: start (the bias before the
 // first block, the partial sums in C before a later one), c[r] += ap[k * kMR + r] * B[k][lanes] for k < kc (k
@@ -69,26 +60,21 @@ void tile(bool first, bool last, int mr, int nr, int64_t kc, const float* ap, co
     DTORCH_NEON_UNROLL
     for (int v = 0; v < NV; ++v) b[v] = vld1q_f32(bp + 4 * v);
     const float32x4_t a0 = vld1q_f32(ap);
-    if constexpr (MR == 8) {
+    DTORCH_NEON_UNROLL
+    for (int v = 0; v < NV; ++v) {
+      c[0][v] = vfmaq_laneq_f32(c[0][v], b[v], a0, 0);
+      c[1][v] = vfmaq_laneq_f32(c[1][v], b[v], a0, 1);
+      c[2][v] = vfmaq_laneq_f32(c[2][v], b[v], a0, 2);
+      c[3][v] = vfmaq_laneq_f32(c[3][v], b[v], a0, 3);
+    }
+    if constexpr (MR == 8) {  // rows 4-7 from the panel's second vector
       const float32x4_t a1 = vld1q_f32(ap + 4);
       DTORCH_NEON_UNROLL
       for (int v = 0; v < NV; ++v) {
-        c[0][v] = vfmaq_laneq_f32(c[0][v], b[v], a0, 0);
-        c[1][v] = vfmaq_laneq_f32(c[1][v], b[v], a0, 1);
-        c[2][v] = vfmaq_laneq_f32(c[2][v], b[v], a0, 2);
-        c[3][v] = vfmaq_laneq_f32(c[3][v], b[v], a0, 3);
         c[4][v] = vfmaq_laneq_f32(c[4][v], b[v], a1, 0);
         c[5][v] = vfmaq_laneq_f32(c[5][v], b[v], a1, 1);
         c[6][v] = vfmaq_laneq_f32(c[6][v], b[v], a1, 2);
         c[7][v] = vfmaq_laneq_f32(c[7][v], b[v], a1, 3);
-      }
-    } else {
-      DTORCH_NEON_UNROLL
-      for (int v = 0; v < NV; ++v) {
-        c[0][v] = vfmaq_laneq_f32(c[0][v], b[v], a0, 0);
-        c[1][v] = vfmaq_laneq_f32(c[1][v], b[v], a0, 1);
-        c[2][v] = vfmaq_laneq_f32(c[2][v], b[v], a0, 2);
-        c[3][v] = vfmaq_laneq_f32(c[3][v], b[v], a0, 3);
       }
     }
     ap += kMR;
@@ -113,17 +99,8 @@ inline void tile_any(int mr, int nr, bool first, bool last, int64_t kc, const fl
 }
 static_assert(kNV == 3, "tile_any dispatches NV = 1..3");
 
-
-// C (M x N, ldc) = A . B (+ epilogue): kernels/common/fma_gemm.h's gemm_blocks with this set's tiles (the GEMM of
-// kernels/common/neon_conv.h's ConvSet).
-struct Gemm {
-  static constexpr int kMR = neon64::kMR, kNR = neon64::kNR;
-  template <typename Fill>
-  static void run(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, DirectB direct, Fill&& fill,
-                  float* C, int64_t ldc, const Epilogue& ep) {
-    gemm_blocks<kMR, kNR, kKC>(pool, M, N, K, ap, direct, fill, C, ldc, ep, tile_any);
-  }
-};
+// C (M x N, ldc) = A . B (+ epilogue) with this set's tiles (kernels/common/fma_gemm.h).
+using Gemm = BlockedGemm<kMR, kNR, kKC, tile_any>;
 
 }  // namespace neon64
 }  // namespace kernels

@@ -116,7 +116,7 @@ void depthwise_plane(const Geo& g, const float* xp, const float* wc, float b, fl
         }
       }
       __riscv_vse32_v_f32m4(yr + ow0, cl(acc, vl), vl);
-      if (cl.after) kernels::bias_activation(g.act, 0.0f, yr + ow0, static_cast<int64_t>(vl));
+      if (cl.other) kernels::bias_activation(g.act, 0.0f, yr + ow0, static_cast<int64_t>(vl));
       ow0 += static_cast<int64_t>(vl);
     }
   }
@@ -142,9 +142,9 @@ struct Rvv {
     const int64_t kg = g.cg * g.kh * g.kw, ohw = g.oh * g.ow;
     ep.bias_per_row = true;
     if (g.pointwise)
-      kr::gemm(pool, g.og, ohw, kg, wg, kernels::DirectB{xg, ohw}, Rows{xg, ohw}, yg, ohw, ep);
+      kr::Gemm::run(pool, g.og, ohw, kg, wg, kernels::DirectB{xg, ohw}, Rows{xg, ohw}, yg, ohw, ep);
     else
-      kr::gemm(pool, g.og, ohw, kg, wg, kernels::DirectB{}, Im2col{&g, xg}, yg, ohw, ep);
+      kr::Gemm::run(pool, g.og, ohw, kg, wg, kernels::DirectB{}, Im2col{&g, xg}, yg, ohw, ep);
   }
 };
 using Conv = kernels::FmaConv2d<Rvv>;

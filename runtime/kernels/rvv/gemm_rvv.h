@@ -37,18 +37,9 @@ using vf = vfloat32m4_t;
 
 // The fused activation as the clamp [lo, hi] in registers (relu, relu6, hardtanh), by compare and merge so that a
 // NaN stays NaN (vfmax / vfmin would return the bound); other activations are applied to the stored values
-// (`after`).
-struct Clamp {
-  bool low = false, high = false, after = false;
-  float lo = 0.0f, hi = 0.0f;
-  explicit Clamp(const Activation& a) {
-    const bool relu = a.kind == ActKind::kRelu, relu6 = a.kind == ActKind::kRelu6, ht = a.kind == ActKind::kHardtanh;
-    low = relu || relu6 || ht;
-    high = relu6 || ht;
-    lo = ht ? a.lo : 0.0f;
-    hi = relu6 ? 6.0f : a.hi;
-    after = !(low || a.kind == ActKind::kNone);
-  }
+// (`other`, kernels/common/activation.h).
+struct Clamp : ClampBounds {
+  explicit Clamp(const Activation& a) : ClampBounds(a) {}
   DTORCH_RVV_INLINE vf operator()(vf x, size_t vl) const {
     if (low) x = __riscv_vfmerge_vfm_f32m4(x, lo, __riscv_vmflt_vf_f32m4_b8(x, lo, vl), vl);   // x < lo ? lo : x
     if (high) x = __riscv_vfmerge_vfm_f32m4(x, hi, __riscv_vmfgt_vf_f32m4_b8(x, hi, vl), vl);  // x > hi ? hi : x
@@ -72,7 +63,7 @@ DTORCH_RVV_INLINE void tile_row_finish(int r, vf c, int mr, int nr, int64_t i0, 
   if (r >= mr) return;
   float* p = C + (i0 + r) * ldc + j0;
   __riscv_vse32_v_f32m4(p, cl(c, vl), vl);
-  if (cl.after) bias_activation(act, 0.0f, p, nr);
+  if (cl.other) bias_activation(act, 0.0f, p, nr);
 }
 
 // One register tile (mr <= kMR rows x nr <= kNR columns) over one K block: c[r] += ap[k * kMR + r] * B[k][lanes] for
@@ -102,12 +93,8 @@ inline void tile_any(int mr, int nr, bool first, bool last, int64_t kc, const fl
 }
 static_assert(kMR == 4, "tile_any keeps 4 row accumulators");
 
-// C (M x N, ldc) = A . B (+ epilogue): kernels/common/fma_gemm.h's gemm_blocks with this set's tiles.
-template <typename Fill>
-void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, DirectB direct, Fill&& fill, float* C,
-          int64_t ldc, const Epilogue& ep) {
-  gemm_blocks<kMR, kNR, kKC>(pool, M, N, K, ap, direct, fill, C, ldc, ep, tile_any);
-}
+// C (M x N, ldc) = A . B (+ epilogue) with this set's tiles (kernels/common/fma_gemm.h).
+using Gemm = BlockedGemm<kMR, kNR, kKC, tile_any>;
 
 }  // namespace rvv
 }  // namespace kernels
