@@ -9,6 +9,9 @@
 // consecutive floats (stride 1) or of every other float (stride 2) of an input row, masked where a panel crosses
 // an output row or meets the padding; gathers for other strides (Im2col). A 1x1 stride-1 unpadded convolution
 // copies input rows. Bias and the fused activation are applied in the GEMM (bias first, then the taps).
+// Small maps (7 x 7), whose positions fill the tile's 24 columns badly, run the transposed product: output channels
+// across the columns (W^T's blocks copied from the packed weights), the columns' transpose packed in 4-position
+// panels, then Y^T transposed in registers into Y; the bits are the same (see `transposed`).
 // Depthwise convolutions (one input and one output channel per group): direct kernels, 8 output columns per
 // vector, taps in (row, column) order with one FMA each starting from the bias: for 3x3 undilated ones with column
 // stride 1 or 2, blocks of up to 6 independent vectors with the weights in registers (dw3x3_planes); others 4 rows
@@ -110,8 +113,10 @@ struct Im2col {
           const int64_t last = first + (SW == 1 ? 7 : 15);  // of its last float read by a plain load
           L.full = la <= 0 && lb >= 8 && first >= 0 && last < G.w;
           L.in_plane = L.off >= 0 && L.off + (SW == 1 ? 8 : 16) <= plane;
+          if (L.full) continue;  // a plain load: no masks
           const __m256i lo_l = _mm256_set1_epi32(la), hi_l = _mm256_set1_epi32(lb);
           L.mo = _mm256_andnot_si256(_mm256_cmpgt_epi32(lo_l, lanes), _mm256_cmpgt_epi32(hi_l, lanes));
+          if (L.in_plane) continue;  // a plain load ANDed with mo
           if (SW == 1) {
             L.m0 = L.mo;
           } else {  // float e of the 16 belongs to lane e / 2 and is kept when e is even
@@ -194,10 +199,11 @@ struct Im2col {
   }
 };
 
-// 1x1, stride 1, no padding: B[r][q] = x[r][q] (the input plane is the column matrix).
+// 1x1, stride 1, no padding: B[r][q] = x[r][q] (the input plane is the column matrix, K rows of ld floats).
 struct Rows {
   const float* x;
   int64_t ld;  // H * W
+  const float* end;  // x + K * ld
   void operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
     constexpr int kNR = k2::kNR, kNV = k2::kNV;
     const k2::RowMasks mk(nr);
@@ -206,28 +212,240 @@ struct Rows {
       if (nr == kNR) {
         for (int v = 0; v < kNV; ++v) _mm256_store_ps(dst + r * kNR + 8 * v, _mm256_loadu_ps(s + 8 * v));
       } else {
-        for (int v = 0; v < kNV; ++v) _mm256_store_ps(dst + r * kNR + 8 * v, _mm256_maskload_ps(s + 8 * v, mk.m[v]));
+        for (int v = 0; v < kNV; ++v)
+          _mm256_store_ps(dst + r * kNR + 8 * v, k2::load_lanes(s + 8 * v, mk.m[v], x, end));
       }
     }
   }
 };
 
+// --- small K: B read in place from a padded copy of the input -------------------------------------------
+
+// A convolution whose kernel rows fit one K block (K = Cg*kh*kw <= 256: stems such as 3 x 3 x 3 or 3 x 7 x 7)
+// spends as much on the im2col fill as on the products when done panel by panel (a 3-channel input shares each
+// tap's setup among 3 rows only). Instead the input is copied once per image with its padding, each row split into
+// its column-stride phases (stride 2: even and odd columns), so that for tap (c, i, j) the 24 positions of a panel
+// inside one output row read 24 consecutive floats: the GEMM's B rows are the copy's rows, shifted (OffsetRows),
+// and no block is filled. The padding is +0.0f as in the fill, the products and their order are the GEMM's:
+// identical bits. Panels never cross an output row, so it is taken only where a row's panels fill at least 3/4 of
+// their lanes (OW = 112: 5 panels, 93%).
+struct DirectPlan {
+  int64_t hp, wh, row, plane;  // padded rows, floats per phase row, floats per padded row (sw phases), per channel
+
+  explicit DirectPlan(const Geo& g) {
+    hp = (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1;
+    wh = kernels::ceil_div(g.ow, k2::kNR) * k2::kNR + (g.kw - 1) * g.dw / g.sw + 1;
+    row = g.sw * wh;
+    plane = hp * row;
+  }
+  int64_t floats(const Geo& g) const { return g.cg * plane + k2::kNR; }  // + the last panel's reads past its row
+};
+
+bool direct(const Geo& g) {
+  if (g.groups != 1 || g.pointwise || g.cg * g.kh * g.kw > k2::kKC || (g.sw != 1 && g.sw != 2)) return false;
+  return 4 * g.ow >= 3 * kernels::ceil_div(g.ow, k2::kNR) * k2::kNR;
+}
+
+// The padded, phase-split copy of one image: xp[c][r][ph][u] = x[c][r - pt][u * sw + ph - pl], 0 outside.
+void pad_input(ThreadPool* pool, const Geo& g, const DirectPlan& d, const float* x, float* xp) {
+  kernels::parallel_chunks(pool, g.cg * d.hp, 8, [&](int64_t b, int64_t e) {
+    for (int64_t cr = b; cr < e; ++cr) {
+      const int64_t c = cr / d.hp, r = cr % d.hp, ih = r - g.pt;
+      float* dst = xp + c * d.plane + r * d.row;
+      for (int64_t u = 0; u < d.row; ++u) dst[u] = 0.0f;
+      if (ih < 0 || ih >= g.h) continue;
+      const float* src = x + (c * g.h + ih) * g.w;
+      // Columns past the phase rows' width are read by no output: left out.
+      int64_t iw = 0;
+      if (g.sw == 1) {
+        for (; iw + 8 <= g.w && iw + 8 + g.pl <= d.wh; iw += 8) _mm256_storeu_ps(dst + iw + g.pl, _mm256_loadu_ps(src + iw));
+      } else {  // even input columns land in phase pl % 2, odd ones in the other, at (iw + pl) / 2
+        float* ev = dst + (g.pl % 2) * d.wh + g.pl / 2;
+        float* od = dst + ((g.pl + 1) % 2) * d.wh + (g.pl + 1) / 2;
+        for (; iw + 16 <= g.w && (iw + 16 + g.pl) / 2 <= d.wh - 1; iw += 16) {
+          const __m256 lo = _mm256_loadu_ps(src + iw), hi = _mm256_loadu_ps(src + iw + 8);
+          _mm256_storeu_ps(ev + iw / 2, k2::even_floats(lo, hi));
+          _mm256_storeu_ps(od + iw / 2, k2::odd_floats(lo, hi));
+        }
+      }
+      for (; iw < g.w; ++iw) {
+        const int64_t pc = iw + g.pl;
+        if (pc / g.sw < d.wh) dst[(pc % g.sw) * d.wh + pc / g.sw] = src[iw];
+      }
+    }
+  });
+}
+
+// One image: Y = W . B with B[k][q] = xp row k shifted, work units (output row, panel of the row).
+void direct_gemm(ThreadPool* pool, const Geo& g, const float* wp, const float* x, const kernels::Epilogue& ep,
+                 float* y, float* work) {
+  const DirectPlan d(g);
+  pad_input(pool, g, d, x, work);
+  const int64_t kg = g.cg * g.kh * g.kw, ohw = g.oh * g.ow;
+  int64_t off[k2::kKC];
+  for (int64_t c = 0; c < g.cg; ++c)
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t j = 0; j < g.kw; ++j)
+        off[(c * g.kh + i) * g.kw + j] = c * d.plane + i * g.dh * d.row + (j * g.dw % g.sw) * d.wh + j * g.dw / g.sw;
+  const int64_t row_panels = kernels::ceil_div(g.ow, k2::kNR), tiles = kernels::ceil_div(g.og, k2::kMR);
+  kernels::parallel_chunks(pool, g.oh * row_panels, 1, [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      const int64_t oh = u / row_panels, ow0 = (u % row_panels) * k2::kNR;
+      const int nr = static_cast<int>(g.ow - ow0 < k2::kNR ? g.ow - ow0 : k2::kNR);
+      const k2::RowMasks mk(nr);
+      const k2::OffsetRows rows{work + oh * g.sh * d.row + ow0, off};
+      for (int64_t t = 0; t < tiles; ++t) {
+        const int64_t i0 = t * k2::kMR;
+        const int mr = static_cast<int>(g.og - i0 < k2::kMR ? g.og - i0 : k2::kMR);
+        k2::tile_rows(mr, true, true, nr, kg, wp + t * k2::kMR * kg, rows, i0, oh * g.ow + ow0, y, ohw, ep, mk);
+      }
+    }
+  });
+}
+
+// --- the transposed product (small maps) ------------------------------------------------------------------
+
+// Which orientation: the register tile's 24 columns run over output positions (Y = W . cols) or, when that wastes
+// more lanes (7 x 7 maps: 49 positions fill 72 columns), over output channels: Y^T = cols^T . W^T into scratch,
+// then transposed into Y. Both start each output at its bias and add the same products in the same order with one
+// FMA each (a fused multiply-add does not depend on the order of its factors): identical bits. The transposed one
+// pays for packing cols^T, filling W^T's blocks and the transposition, so it needs a clear saving (the same rule
+// as kernels/avx512; a 1x1 convolution, whose normal columns are plain row copies, a larger one).
+bool transposed(const Geo& g) {
+  const int64_t ohw = g.oh * g.ow;
+  const int64_t normal = kernels::ceil_div(ohw, k2::kNR) * k2::kNR * kernels::ceil_div(g.og, k2::kMR) * k2::kMR;
+  const int64_t swapped = kernels::ceil_div(g.og, k2::kNR) * k2::kNR * kernels::ceil_div(ohw, k2::kMR) * k2::kMR;
+  return 10 * swapped < (g.pointwise ? 8 : 9) * normal;
+}
+
+// Scratch of the transposed product: cols^T packed in kMR-position panels (pack_a's layout), then Y^T (OH*OW x Og).
+int64_t cols_t_floats(const Geo& g) { return kernels::ceil_div(k2::packed_a_floats(g.oh * g.ow, g.cg * g.kh * g.kw), 8) * 8; }
+
+// The transposed product's B block: W^T[k][j0 + q] = W[j0 + q][k], from the weights packed in kMR-channel panels
+// (k-major, rows past Og zero): each row of the block is kNR / kMR = 6 pieces of 4 floats, one per panel, 0 past
+// the last panel.
+struct WeightPanels {
+  const float* wp;
+  int64_t K;
+  void operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
+    constexpr int kPieces = k2::kNR / k2::kMR;
+    const int present = static_cast<int>(kernels::ceil_div(nr, k2::kMR));
+    const float* src[kPieces];
+    for (int p = 0; p < kPieces; ++p) src[p] = wp + (j0 / k2::kMR + p) * k2::kMR * K + k0 * k2::kMR;
+    const __m128 zero = _mm_setzero_ps();
+    for (int64_t r = 0; r < kc; ++r) {
+      float* d = dst + r * k2::kNR;
+      for (int p = 0; p < kPieces; ++p) _mm_store_ps(d + 4 * p, p < present ? _mm_loadu_ps(src[p] + 4 * r) : zero);
+    }
+  }
+};
+static_assert(k2::kMR == 4, "WeightPanels copies 4-float pieces");
+
+// r[i] = row i of an 8 x 8 block; after: r[i] = its column i.
+inline void transpose8(__m256 (&r)[8]) {
+  __m256 t[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    r[4 * i + 0] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0x44);
+    r[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], 0xEE);
+    r[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0x44);
+    r[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], 0xEE);
+  }
+  for (int i = 0; i < 4; ++i) {
+    t[i] = _mm256_permute2f128_ps(r[i], r[4 + i], 0x20);
+    t[4 + i] = _mm256_permute2f128_ps(r[i], r[4 + i], 0x31);
+  }
+  for (int i = 0; i < 8; ++i) r[i] = t[i];
+}
+
+// Y^T (ohw x og, row-major) into Y (og x ohw), in 8 x 8 blocks transposed in registers.
+void transpose_out(ThreadPool* pool, const float* yt, int64_t ohw, int64_t og, float* y) {
+  const int64_t blocks = kernels::ceil_div(og, 8);
+  kernels::parallel_chunks(pool, blocks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t ob = b; ob < e; ++ob) {
+      const int64_t o0 = ob * 8;
+      const int no = static_cast<int>(og - o0 < 8 ? og - o0 : 8);
+      const __m256i mo = k2::lane_mask(no);
+      for (int64_t p0 = 0; p0 < ohw; p0 += 8) {
+        const int np = static_cast<int>(ohw - p0 < 8 ? ohw - p0 : 8);
+        __m256 r[8];
+        for (int i = 0; i < 8; ++i)
+          r[i] = i < np ? _mm256_maskload_ps(yt + (p0 + i) * og + o0, mo) : _mm256_setzero_ps();
+        transpose8(r);
+        for (int j = 0; j < no; ++j) k2::store_lanes(y + (o0 + j) * ohw + p0, r[j], np);
+      }
+    }
+  });
+}
+
+// cols^T in kMR-position panels: the normal fill's blocks (kKC kernel rows x kNR positions), cut into their
+// kNR / kMR panels of 4 positions (positions past OH*OW are 0, as the fill writes them).
+template <typename Fill>
+void pack_cols_t(ThreadPool* pool, int64_t ohw, int64_t kg, const Fill& fill, float* cols_t) {
+  constexpr int kPieces = k2::kNR / k2::kMR;
+  kernels::parallel_chunks(pool, kernels::ceil_div(ohw, k2::kNR), 1, [&](int64_t b, int64_t e) {
+    alignas(32) float buf[k2::kKC * k2::kNR];
+    for (int64_t blk = b; blk < e; ++blk) {
+      const int64_t j0 = blk * k2::kNR;
+      const int nr = static_cast<int>(ohw - j0 < k2::kNR ? ohw - j0 : k2::kNR);
+      const int panels = static_cast<int>(kernels::ceil_div(nr, k2::kMR));
+      for (int64_t k0 = 0; k0 < kg; k0 += k2::kKC) {
+        const int64_t kc = kg - k0 < k2::kKC ? kg - k0 : k2::kKC;
+        fill(j0, nr, k0, kc, buf);
+        for (int p = 0; p < panels && p < kPieces; ++p) {
+          float* d = cols_t + (j0 / k2::kMR + p) * k2::kMR * kg + k0 * k2::kMR;
+          for (int64_t r = 0; r < kc; ++r) _mm_storeu_ps(d + 4 * r, _mm_load_ps(buf + r * k2::kNR + 4 * p));
+        }
+      }
+    }
+  });
+}
+
+// One image and group: the normal orientation, or the transposed one into `work` (cols^T, then Y^T).
+void gemm_one_group(ThreadPool* pool, const Geo& g, const float* wg, const float* xg, kernels::Epilogue ep,
+                    float* yg, float* work) {
+  const int64_t kg = g.cg * g.kh * g.kw, ohw = g.oh * g.ow;
+  if (direct(g)) {
+    ep.bias_per_row = true;
+    direct_gemm(pool, g, wg, xg, ep, yg, work);
+    return;
+  }
+  const bool swap = transposed(g);
+  ep.bias_per_row = !swap;
+  if (!swap) {
+    if (g.pointwise)
+      k2::gemm(pool, g.og, ohw, kg, wg, Rows{xg, ohw, xg + kg * ohw}, yg, ohw, ep);
+    else
+      k2::gemm(pool, g.og, ohw, kg, wg, Im2col{&g, xg}, yg, ohw, ep);
+    return;
+  }
+  float* cols_t = work;
+  float* yt = cols_t + cols_t_floats(g);
+  if (g.pointwise)
+    pack_cols_t(pool, ohw, kg, Rows{xg, ohw, xg + kg * ohw}, cols_t);
+  else
+    pack_cols_t(pool, ohw, kg, Im2col{&g, xg}, cols_t);
+  k2::gemm(pool, ohw, g.og, kg, cols_t, WeightPanels{wg, kg}, yt, g.og, ep);
+  transpose_out(pool, yt, ohw, g.og, yg);
+}
+
 // The avx2 pieces of kernels/common/fma_conv.h's conv2d.
 struct Avx2 {
   static constexpr int64_t kPanel = k2::kMR;
-  static size_t work_floats(const Geo&) { return 0; }
+  static size_t work_floats(const Geo& g) {  // the padded input, or the transposed product's buffers
+    if (direct(g)) return static_cast<size_t>(DirectPlan(g).floats(g));
+    return transposed(g) ? static_cast<size_t>(cols_t_floats(g) + g.oh * g.ow * g.og) : 0;
+  }
   static bool takes_depthwise(const Geo&) { return true; }
   static void depthwise(ThreadPool* pool, const Geo& g, const float* x, const float* w, const float* bias, float* y) {
     k2::depthwise(pool, g, x, w, bias, y);
   }
   static void gemm_group(ThreadPool* pool, const Geo& g, const float* wg, const float* xg, kernels::Epilogue ep,
-                         float* yg, float*) {
-    const int64_t kg = g.cg * g.kh * g.kw, ohw = g.oh * g.ow;
-    ep.bias_per_row = true;
-    if (g.pointwise)
-      k2::gemm(pool, g.og, ohw, kg, wg, Rows{xg, ohw}, yg, ohw, ep);
-    else
-      k2::gemm(pool, g.og, ohw, kg, wg, Im2col{&g, xg}, yg, ohw, ep);
+                         float* yg, float* work) {
+    gemm_one_group(pool, g, wg, xg, ep, yg, work);
   }
 };
 using Conv = kernels::FmaConv2d<Avx2>;

@@ -2,8 +2,10 @@
 // Header-only, included by kernels/avx2/conv2d.cc only.
 //
 // Direct kernels, 8 output columns per vector. Every output starts at its bias and adds its taps in (row, column)
-// order with one FMA each, skipping input rows outside the image and adding +0 (a masked-off load) for columns
-// outside it, so its bits depend only on the shapes (never on threads or blocking).
+// order with one FMA each, skipping input rows outside the image and adding +0 (a cleared lane) for columns
+// outside it, so its bits depend only on the shapes (never on threads or blocking). Lanes outside the row are
+// cleared after a plain load where it stays inside the plane (kernels/avx2/avx2.h load_lanes: masked loads are slow
+// on AMD Zen 2), else masked off.
 #pragma once
 
 #include <immintrin.h>
@@ -35,12 +37,13 @@ inline __m256 activate(const Activation& a, __m256 v, bool* done) {
 
 // One output plane (image n, channel c), kDwRows output rows at a time (independent accumulator chains), 8 output
 // columns per vector. Every output starts at the bias and adds its taps in (row, column) order, one FMA each, so
-// its result does not depend on how rows are blocked. Stride 1: each tap is one masked load whose mask drops the
-// positions outside the row (masked-off lanes are never read). Stride 2: vectors inside the row load 15 floats
+// its result does not depend on how rows are blocked. Stride 1: each tap is one load whose mask drops the
+// positions outside the row (load_lanes). Stride 2: vectors inside the row load 15 floats
 // and keep the even ones. Border vectors of other strides gather their valid positions.
 constexpr int kDwRows = 4;
 
 inline void depthwise_plane(const ConvGeometry& g, const float* xp, const float* wc, float b, float* yp) {
+  const float* x_end = xp + g.h * g.w;
   const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   const __m256i W = _mm256_set1_epi32(static_cast<int32_t>(g.w));
   const __m256i lane_off = _mm256_mullo_epi32(lanes, _mm256_set1_epi32(static_cast<int32_t>(g.sw)));
@@ -77,11 +80,11 @@ inline void depthwise_plane(const ConvGeometry& g, const float* xp, const float*
             if (gather) {
               v = _mm256_mask_i32gather_ps(_mm256_setzero_ps(), row, iw, _mm256_castsi256_ps(m), 4);
             } else if (g.sw == 1) {
-              // lane l reads row[first + l]; lanes outside the row are masked off and never read
-              v = _mm256_maskload_ps(row + first, m);
+              // lane l reads row[first + l]; lanes outside the row are cleared (or masked off, never read)
+              v = load_lanes(row + first, m, xp, x_end);
             } else {
-              const __m256 lo = _mm256_maskload_ps(row + first, lane_mask(span));
-              const __m256 hi = _mm256_maskload_ps(row + first + 8, lane_mask(span - 8));
+              const __m256 lo = load_lanes(row + first, lane_mask(span), xp, x_end);
+              const __m256 hi = load_lanes(row + first + 8, lane_mask(span - 8), xp, x_end);
               v = even_floats(lo, hi);
             }
             acc[r] = _mm256_fmadd_ps(wv, v, acc[r]);
@@ -94,10 +97,7 @@ inline void depthwise_plane(const ConvGeometry& g, const float* xp, const float*
         float* y = yp + (oh0 + r) * g.ow + ow0;
         bool done = false;
         const __m256 out = activate(g.act, acc[r], &done);
-        if (nv == 8)
-          _mm256_storeu_ps(y, out);
-        else
-          _mm256_maskstore_ps(y, mv, out);
+        store_lanes(y, out, nv);
         if (!done) bias_activation(g.act, 0.0f, y, nv);
       }
     }
@@ -107,11 +107,11 @@ inline void depthwise_plane(const ConvGeometry& g, const float* xp, const float*
 // 3x3, dilation 1, column stride 1 or 2 (any row stride): the common depthwise convolution. Blocks of R output
 // rows x NV vectors of 8 columns (R * NV <= 6 independent FMA chains) with the 9 weights in registers: 6 + 9 of the
 // 16 ymm registers, so inputs come as memory operands and nothing spills. Each output starts at the bias and adds
-// its taps in (row, column) order, skipping input rows outside the image and adding +0 (a masked-off load) for
+// its taps in (row, column) order, skipping input rows outside the image and adding +0 (a cleared lane) for
 // columns outside it (the order depthwise_plane uses too). Stride 1 reads each tap
 // column with one load; stride 2 loads 16 floats twice per input row and splits them into the even (columns 0, 2)
-// and odd (column 1) taps. Blocks whose reads stay inside the input rows use plain loads; border blocks mask the
-// lanes outside (masked-off lanes are never read).
+// and odd (column 1) taps. Blocks whose reads stay inside the input rows use plain loads; border blocks clear the
+// lanes outside (load_lanes).
 constexpr int kDwChains = 6;
 
 
@@ -142,15 +142,23 @@ void dw3x3_masks(const ConvGeometry& g, int64_t row_vecs, DwMasks* out) {
   }
 }
 
-template <bool MASKED>
-DTORCH_AVX2_INLINE __m256 load8(const float* p, const __m256i& m) {
-  return MASKED ? _mm256_maskload_ps(p, m) : _mm256_loadu_ps(p);
+// How a block reads: plain loads (every lane inside the input rows), plain loads with the lanes outside the row
+// cleared (every load inside the plane: rows away from its first and last), or load_lanes (near the plane's ends).
+enum class DwLoad { kPlain, kClear, kChecked };
+
+template <DwLoad L>
+DTORCH_AVX2_INLINE __m256 load8(const float* p, const __m256i& m, const float* lo, const float* hi) {
+  if (L == DwLoad::kPlain) return _mm256_loadu_ps(p);
+  if (L == DwLoad::kClear) return _mm256_and_ps(_mm256_loadu_ps(p), _mm256_castsi256_ps(m));
+  return load_lanes(p, m, lo, hi);
 }
 
 // One block: output rows [oh0, oh0 + R) x vectors [v0, v0 + NV).
-template <int SW, int R, int NV, bool MASKED>
+template <int SW, int R, int NV, DwLoad L>
 DTORCH_AVX2_INLINE void dw3x3_block(const ConvGeometry& g, const float* xp, const __m256 (&wv)[9], __m256 bias,
                                     float* yp, int64_t oh0, int64_t v0, const DwMasks* mk) {
+  constexpr bool kMasked = L != DwLoad::kPlain;
+  const float* x_end = xp + g.h * g.w;
   __m256 acc[R][NV];
   DTORCH_AVX2_UNROLL
   for (int r = 0; r < R; ++r) {
@@ -167,15 +175,16 @@ DTORCH_AVX2_INLINE void dw3x3_block(const ConvGeometry& g, const float* xp, cons
       DTORCH_AVX2_UNROLL
       for (int v = 0; v < NV; ++v) {
         const float* s = row + 8 * (v0 + v) * SW - g.pl;  // lane 0, tap column 0
-        const DwMasks& m = mk[MASKED ? v0 + v : 0];
+        const DwMasks& m = mk[kMasked ? v0 + v : 0];
         __m256 t0, t1, t2;
         if (SW == 1) {
-          t0 = load8<MASKED>(s, m.m[0]);
-          t1 = load8<MASKED>(s + 1, m.m[1]);
-          t2 = load8<MASKED>(s + 2, m.m[2]);
+          t0 = load8<L>(s, m.m[0], xp, x_end);
+          t1 = load8<L>(s + 1, m.m[1], xp, x_end);
+          t2 = load8<L>(s + 2, m.m[2], xp, x_end);
         } else {
-          const __m256 lo = load8<MASKED>(s, m.m[0]), hi = load8<MASKED>(s + 8, m.m[1]);
-          const __m256 lo2 = load8<MASKED>(s + 2, m.m[2]), hi2 = load8<MASKED>(s + 10, m.m[3]);
+          const __m256 lo = load8<L>(s, m.m[0], xp, x_end), hi = load8<L>(s + 8, m.m[1], xp, x_end);
+          const __m256 lo2 = load8<L>(s + 2, m.m[2], xp, x_end);
+          const __m256 hi2 = load8<L>(s + 10, m.m[3], xp, x_end);
           t0 = even_floats(lo, hi);
           t1 = odd_floats(lo, hi);
           t2 = even_floats(lo2, hi2);
@@ -195,10 +204,7 @@ DTORCH_AVX2_INLINE void dw3x3_block(const ConvGeometry& g, const float* xp, cons
       float* y = yp + (oh0 + r) * g.ow + o;
       bool done = false;
       const __m256 out = activate(g.act, acc[r][v], &done);
-      if (nv == 8)
-        _mm256_storeu_ps(y, out);
-      else
-        _mm256_maskstore_ps(y, lane_mask(nv), out);
+      store_lanes(y, out, nv);
       if (!done) bias_activation(g.act, 0.0f, y, nv);
     }
   }
@@ -213,12 +219,21 @@ void dw3x3_region(const ConvGeometry& g, const float* xp, const float* wc, float
   DTORCH_AVX2_UNROLL
   for (int t = 0; t < 9; ++t) wv[t] = _mm256_set1_ps(wc[t]);
   const __m256 bias = _mm256_set1_ps(b);
+  // Loads of a row start at most pl floats before it and end at most `reach` floats past its last vector's start.
+  const int64_t before = g.pl, after = 8 * (v_end - 1) * SW - g.pl + (SW == 1 ? 10 : 18) - g.w;
+  const int64_t rows_before = ceil_div(before, g.w), rows_after = after <= 0 ? 0 : ceil_div(after, g.w);
   for (int64_t oh0 = oh_begin; oh0 < oh_end; oh0 += R) {
+    // input rows [ih_lo, ih_hi] of the block; its loads stay in the plane when rows_before rows lie above the first
+    // and rows_after below the last
+    const int64_t ih_lo = oh0 * g.sh - g.pt, ih_hi = (oh0 + R - 1) * g.sh - g.pt + 2;
+    const bool in_plane = ih_lo >= rows_before && ih_hi + rows_after <= g.h - 1;
     for (int64_t v0 = v_begin; v0 < v_end; v0 += NV) {
       if (v0 >= v_lo && v0 + NV <= v_hi)
-        dw3x3_block<SW, R, NV, false>(g, xp, wv, bias, yp, oh0, v0, mk);
+        dw3x3_block<SW, R, NV, DwLoad::kPlain>(g, xp, wv, bias, yp, oh0, v0, mk);
+      else if (in_plane)
+        dw3x3_block<SW, R, NV, DwLoad::kClear>(g, xp, wv, bias, yp, oh0, v0, mk);
       else
-        dw3x3_block<SW, R, NV, true>(g, xp, wv, bias, yp, oh0, v0, mk);
+        dw3x3_block<SW, R, NV, DwLoad::kChecked>(g, xp, wv, bias, yp, oh0, v0, mk);
     }
   }
 }

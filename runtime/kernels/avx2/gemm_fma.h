@@ -83,10 +83,11 @@ DTORCH_AVX2_INLINE void tile_start(bool first, int64_t i0, int64_t j0, const flo
   }
 }
 
-// Stores rows [i0, i0 + MR) x columns [j0, j0 + nr); `last`: after the last K block (apply the activation).
+// Stores rows [i0, i0 + MR) x columns [j0, j0 + nr) (a partial panel's lanes with store_lanes: no masked stores);
+// `last`: after the last K block (apply the activation).
 template <int MR>
 DTORCH_AVX2_INLINE void tile_finish(bool last, int nr, int64_t i0, int64_t j0, float* C, int64_t ldc,
-                                    const Epilogue& ep, const RowMasks& mk, __m256 (&c)[MR][kNV]) {
+                                    const Epilogue& ep, __m256 (&c)[MR][kNV]) {
   const ActKind kind = last ? ep.act.kind : ActKind::kNone;
   const bool clamp = kind == ActKind::kRelu || kind == ActKind::kRelu6 || kind == ActKind::kHardtanh;
   const __m256 lo = _mm256_set1_ps(kind == ActKind::kHardtanh ? ep.act.lo : 0.0f);
@@ -103,24 +104,37 @@ DTORCH_AVX2_INLINE void tile_finish(bool last, int nr, int64_t i0, int64_t j0, f
       }
       if (nr == kNR)
         _mm256_storeu_ps(p + 8 * v, x);
-      else
-        _mm256_maskstore_ps(p + 8 * v, mk.m[v], x);
+      else if (8 * v < nr)
+        store_lanes(p + 8 * v, x, nr - 8 * v);
     }
     if (kind != ActKind::kNone && !clamp) bias_activation(ep.act, 0.0f, p, nr);
   }
 }
 
-// One register tile over one K block: start, c[r] += ap[k * kMR + r] * bp[k * kNR + lane] for k < kc (k
-// ascending, one FMA per k), finish. The accumulators stay in registers (MR x kNV ymm).
-template <int MR>
-void tile(bool first, bool last, int nr, int64_t kc, const float* ap, const float* bp, int64_t i0, int64_t j0,
-          float* C, int64_t ldc, const Epilogue& ep, const RowMasks& mk) {
+// Where a tile finds row k of its B block: a filled block (kNR floats a row) or rows anywhere in memory (a base
+// plus an offset per k: the direct convolution's shifted input rows, kernels/avx2/conv2d.cc).
+struct BlockRows {
+  const float* p;
+  DTORCH_AVX2_INLINE const float* operator()(int64_t k) const { return p + k * kNR; }
+};
+struct OffsetRows {
+  const float* base;
+  const int64_t* off;
+  DTORCH_AVX2_INLINE const float* operator()(int64_t k) const { return base + off[k]; }
+};
+
+// One register tile over one K block: start, c[r] += ap[k * kMR + r] * B[k][lane] for k < kc (k ascending, one
+// FMA per k), finish. The accumulators stay in registers (MR x kNV ymm).
+template <int MR, class Rows>
+void tile(bool first, bool last, int nr, int64_t kc, const float* ap, Rows rows, int64_t i0, int64_t j0, float* C,
+          int64_t ldc, const Epilogue& ep, const RowMasks& mk) {
   __m256 c[MR][kNV];
   tile_start<MR>(first, i0, j0, C, ldc, ep, mk, c);
   for (int64_t k = 0; k < kc; ++k) {
+    const float* bp = rows(k);
     __m256 b[kNV];
     DTORCH_AVX2_UNROLL
-    for (int v = 0; v < kNV; ++v) b[v] = _mm256_load_ps(bp + 8 * v);
+    for (int v = 0; v < kNV; ++v) b[v] = _mm256_loadu_ps(bp + 8 * v);
     DTORCH_AVX2_UNROLL
     for (int r = 0; r < MR; ++r) {
       const __m256 a = _mm256_broadcast_ss(ap + r);
@@ -128,21 +142,37 @@ void tile(bool first, bool last, int nr, int64_t kc, const float* ap, const floa
       for (int v = 0; v < kNV; ++v) c[r][v] = _mm256_fmadd_ps(a, b[v], c[r][v]);
     }
     ap += kMR;
-    bp += kNR;
   }
-  tile_finish<MR>(last, nr, i0, j0, C, ldc, ep, mk, c);
+  tile_finish<MR>(last, nr, i0, j0, C, ldc, ep, c);
 }
 
-inline void tile_rows(int mr, bool first, bool last, int nr, int64_t kc, const float* ap, const float* bp, int64_t i0,
-                      int64_t j0, float* C, int64_t ldc, const Epilogue& ep, const RowMasks& mk) {
+template <class Rows>
+void tile_rows(int mr, bool first, bool last, int nr, int64_t kc, const float* ap, Rows rows, int64_t i0,
+               int64_t j0, float* C, int64_t ldc, const Epilogue& ep, const RowMasks& mk) {
   switch (mr) {
-    case 4: tile<4>(first, last, nr, kc, ap, bp, i0, j0, C, ldc, ep, mk); break;
-    case 3: tile<3>(first, last, nr, kc, ap, bp, i0, j0, C, ldc, ep, mk); break;
-    case 2: tile<2>(first, last, nr, kc, ap, bp, i0, j0, C, ldc, ep, mk); break;
-    default: tile<1>(first, last, nr, kc, ap, bp, i0, j0, C, ldc, ep, mk); break;
+    case 4: tile<4>(first, last, nr, kc, ap, rows, i0, j0, C, ldc, ep, mk); break;
+    case 3: tile<3>(first, last, nr, kc, ap, rows, i0, j0, C, ldc, ep, mk); break;
+    case 2: tile<2>(first, last, nr, kc, ap, rows, i0, j0, C, ldc, ep, mk); break;
+    default: tile<1>(first, last, nr, kc, ap, rows, i0, j0, C, ldc, ep, mk); break;
   }
 }
 static_assert(kMR == 4, "tile_rows dispatches MR = 1..4");
+
+// Bytes of L2 the block loop plans for (half of the 512 KiB a Zen 2 or Skylake-SP core has).
+constexpr int64_t kL2Bytes = 256 * 1024;
+
+// Units (kernels/common/fma_gemm.h's GemmSplit) run one after the other, each over all its K blocks, while the
+// packed A fits in L2 (it is then read from there for every column panel). A larger A (deep layers: 256 x 2304
+// floats is 2.3 MiB) would stream from memory once per panel; then a thread takes its units in groups whose C
+// tiles stay in L2 and runs K block by K block over the group, so each K block of A is read once per group. The
+// order changes no result: every C element still adds its k in increasing order (partial sums spilled to C and
+// reloaded, which is exact).
+inline int64_t units_per_group(const GemmSplit& sp, int64_t K) {
+  const int64_t rows = sp.tiles_per_block * kMR;
+  if (rows * K * static_cast<int64_t>(sizeof(float)) <= kL2Bytes) return 1;
+  const int64_t c_bytes = rows * kNR * static_cast<int64_t>(sizeof(float));
+  return kL2Bytes / c_bytes > 1 ? kL2Bytes / c_bytes : 1;
+}
 
 // C (M x N, ldc) = A . B (+ epilogue) with A packed (pack_a, all of it) and B produced by
 // fill(j0, nr, k0, kc, dst): write B[k0 + r][j0 + q] to dst[r * kNR + q] for r < kc, q < nr, and 0 for q >= nr.
@@ -151,24 +181,27 @@ void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, Fi
           const Epilogue& ep) {
   if (M <= 0 || N <= 0) return;
   const GemmSplit sp(pool == nullptr ? 1 : pool->size(), N, kNR, ceil_div(M, kMR), K, kKC);
-  const int64_t kblock = sp.kblock;
+  const int64_t kblock = sp.kblock, group = units_per_group(sp, K);
   parallel_chunks(pool, sp.units(), 1, [&](int64_t ub, int64_t ue) {
     alignas(32) float bbuf[kKC * kNR];
-    for (int64_t u = ub; u < ue; ++u) {
-      const int64_t j0 = sp.panel(u) * kNR;
-      const int nr = static_cast<int>(N - j0 < kNR ? N - j0 : kNR);
-      const RowMasks mk(nr);
-      int64_t t0 = 0, t1 = 0;
-      sp.tiles(u, &t0, &t1);
+    for (int64_t gb = ub; gb < ue; gb += group) {
+      const int64_t ge = ue - gb < group ? ue : gb + group;
       int64_t k0 = 0;
       do {
         const int64_t kc = K - k0 < kblock ? K - k0 : kblock;
-        if (kc > 0) fill(j0, nr, k0, kc, bbuf);
         const bool first = k0 == 0, last = k0 + kc >= K;
-        for (int64_t t = t0; t < t1; ++t) {
-          const int64_t i0 = t * kMR;
-          const int mr = static_cast<int>(M - i0 < kMR ? M - i0 : kMR);
-          tile_rows(mr, first, last, nr, kc, ap + t * kMR * K + k0 * kMR, bbuf, i0, j0, C, ldc, ep, mk);
+        for (int64_t u = gb; u < ge; ++u) {
+          const int64_t j0 = sp.panel(u) * kNR;
+          const int nr = static_cast<int>(N - j0 < kNR ? N - j0 : kNR);
+          const RowMasks mk(nr);
+          int64_t t0 = 0, t1 = 0;
+          sp.tiles(u, &t0, &t1);
+          if (kc > 0) fill(j0, nr, k0, kc, bbuf);
+          for (int64_t t = t0; t < t1; ++t) {
+            const int64_t i0 = t * kMR;
+            const int mr = static_cast<int>(M - i0 < kMR ? M - i0 : kMR);
+            tile_rows(mr, first, last, nr, kc, ap + t * kMR * K + k0 * kMR, BlockRows{bbuf}, i0, j0, C, ldc, ep, mk);
+          }
         }
         k0 += kc;
       } while (k0 < K);

@@ -29,6 +29,12 @@ inline __m256 even_floats(const float* p) {
   return _mm256_castpd_ps(_mm256_permute4x64_pd(_mm256_castps_pd(ev), _MM_SHUFFLE(3, 1, 2, 0)));
 }
 
+// best = v where v > best or v is NaN, every lane: maxps(v, best) is v where v > best and best otherwise (also
+// where either is NaN), then the NaN lanes of v.
+inline __m256 take_all(__m256 best, __m256 v) {
+  return _mm256_blendv_ps(_mm256_max_ps(v, best), v, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+}
+
 // best = v where (v > best or v is NaN) and the lane is in `keep`.
 inline __m256 take(__m256 best, __m256 v, __m256 keep) {
   const __m256 upd = _mm256_or_ps(_mm256_cmp_ps(v, best, _CMP_GT_OQ), _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
@@ -37,7 +43,6 @@ inline __m256 take(__m256 best, __m256 v, __m256 keep) {
 
 void plane(const kernels::MaxPoolGeometry& g, const float* xp, float* yp) {
   const __m256i lanes = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256 all = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
   const __m256i W = _mm256_set1_epi32(static_cast<int32_t>(g.w));
   for (int64_t oh = 0; oh < g.oh; ++oh) {
     for (int64_t ow0 = 0; ow0 < g.ow; ow0 += 8) {
@@ -56,9 +61,9 @@ void plane(const kernels::MaxPoolGeometry& g, const float* xp, float* yp) {
         for (int64_t j = 0; j < g.kw; ++j) {
           const int64_t first = ow0 * g.sw - g.pw + j * g.dw;  // lane 0's input column
           if (nq == 8 && first >= 0 && g.sw == 1 && first + 8 <= g.w) {
-            best = take(best, _mm256_loadu_ps(row + first), all);
+            best = take_all(best, _mm256_loadu_ps(row + first));
           } else if (nq == 8 && first >= 0 && g.sw == 2 && first + 16 <= g.w) {
-            best = take(best, even_floats(row + first), all);
+            best = take_all(best, even_floats(row + first));
           } else {
             const __m256i iw = _mm256_add_epi32(col0, _mm256_set1_epi32(static_cast<int32_t>(j * g.dw)));
             const __m256i ok = _mm256_and_si256(

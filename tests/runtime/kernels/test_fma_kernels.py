@@ -4,11 +4,12 @@ above the bit-exact sets (x86, portable) on CPUs that have its ISA.
 
 Their documented tolerance (runtime/kernels/<set>/<set>.h): within 1e-5 x the output scale of a float64
 reference; identical bits for any thread count. The shapes below hit every edge of their GEMMs (partial row tiles,
-partial column panels, K blocks of 256), their im2col fills (padding, stride, dilation, asymmetric padding; the
-masked-load runs inside one output row, the avx2 set's gathers across rows, the avx512 set's gathers where a panel
-meets more than 6 output rows), the avx512 set's transposed product for small maps (output channels across the
-register tile), grouped convolutions and the depthwise kernels (stride 1 and 2 interior loads, border gathers,
-widths below one vector).
+partial column panels, K blocks of 256, the avx2 set's K-block order over groups of panels when its packed A
+outgrows L2), their im2col fills (padding, stride, dilation, asymmetric padding; the masked-load runs inside one
+output row, the avx2 set's gathers across rows, the avx512 set's gathers where a panel meets more than 6 output
+rows), both sets' transposed product for small maps (output channels across the register tile), the avx2 set's
+direct B rows read from a padded copy of the input (small K: stems), grouped convolutions and the depthwise kernels
+(stride 1 and 2 interior loads, border gathers, widths below one vector).
 
 A set this CPU lacks is skipped with the reason printed: QEMU cannot emulate AVX-512, so on an AVX2-only machine
 the avx512 set's tests run only on machines that have it."""
@@ -98,6 +99,11 @@ CONV = [  # (N, C, H, W, O, kh, kw, stride, padding(t,b,l,r), dilation, groups)
     (1, 16, 14, 14, 96, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 1),    # stride 2, transposed: 3 channel panels
     (1, 32, 7, 7, 128, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 2),     # grouped, transposed
     (1, 8, 12, 1, 70, 3, 1, (1, 1), (1, 1, 0, 0), (1, 1), 1),      # one output column: transposed, gathered cols^T
+    (1, 64, 12, 12, 128, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),   # packed A of 295 KB: avx2 K blocks over panel groups
+    (1, 160, 7, 7, 40, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),     # transposed, cols^T 300 KB, O = 40: partial panel
+    (1, 3, 61, 120, 20, 7, 7, (2, 2), (3, 3, 3, 3), (1, 1), 1),    # avx2 direct (small K): 7x7 stem, OW = 60, O = 20
+    (2, 5, 13, 46, 7, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),      # avx2 direct, stride 1: panels of 24 and 22
+    (1, 4, 15, 98, 6, 3, 3, (1, 2), (0, 2, 1, 0), (2, 2), 1),      # avx2 direct, dilated, odd left padding
     (1, 5, 13, 8, 5, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 5),       # depthwise 3x3, one vector a row: 6-row blocks
     (1, 3, 11, 16, 3, 3, 3, (1, 1), (0, 2, 2, 0), (1, 1), 3),      # depthwise 3x3, 2 vectors x 3 rows, asymmetric
     (2, 4, 9, 120, 4, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 4),      # depthwise 3x3, 15 vectors: 6 + 6 + 3 per row
