@@ -235,7 +235,7 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
                  verify: bool = True, compare_full: bool = True, log: Callable[[str], None] = print,
                  progress: bool = True, data: Sequence[str | os.PathLike[str]] = (),
                  profile: str | None = None, sign: str | os.PathLike[str] | None = None,
-                 agent: bool = True) -> BuildResult:
+                 agent: bool = True, kernels: str = "fast") -> BuildResult:
     from .. import __version__
     from .boards import BoardError
     from .build_plan import CORE_FLAGS, PlanError, make_plan
@@ -251,7 +251,7 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
     op_list = _op_list(model_paths, ops)
     samples = sample_files(data)
     try:
-        plan = make_plan(board, toolchain=toolchain, ops=op_list, root=root, profile=profile)
+        plan = make_plan(board, toolchain=toolchain, ops=op_list, root=root, profile=profile, kernels=kernels)
         host_plan = None if plan.board.name == "host" or not verify else make_plan("host", ops=op_list, root=root)
     except (BoardError, ToolchainError, PlanError, OpListError) as e:
         raise BuildError(str(e)) from None
@@ -270,7 +270,8 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
 
     def scons_args(p: Any, agent: bool) -> list[str]:
         return [f"board={p.board.name}", f"toolchain={p.toolchain.family}", f"ops={ops_file(p)}",
-                *([f"profile={p.profile}"] if p.profile_overridden else []), *([] if agent else ["agent=0"])]
+                *([f"profile={p.profile}"] if p.profile_overridden else []), *([] if agent else ["agent=0"]),
+                *([f"kernels={p.kernels}"] if p.kernels != "fast" else [])]
 
     def run_build(p: Any, what: str, agent: bool = False) -> bool:
         """Builds plan `p` (with its dtorch-agent when `agent`); returns True when it was already up to date."""
@@ -328,7 +329,7 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
     full_bytes = None
     if compare_full and not op_list.all_ops:
         full = make_plan(plan.board, toolchain=plan.toolchain.family, ops=OpList.everything(), root=root,
-                         profile=plan.profile)
+                         profile=plan.profile, kernels=plan.kernels)
         run_build(full, f"the full runtime for {plan.board.name} (size comparison)")
         full_bytes = (root / full.variant / "dtorch-run").stat().st_size
     with tempfile.TemporaryDirectory() as d:
@@ -493,6 +494,7 @@ def _write_bundle(dist: Path, plan: Any, exe: Path, model_paths: Sequence[Path],
         "board": plan.board.name, "arch": plan.board.arch,
         "toolchain": {"name": plan.toolchain.family, "version": plan.found.version},
         "profile": plan.profile,
+        "kernels": plan.kernels, "kernel_sets": ["portable", *plan.kernel_sets],
         "flags": {"cxxflags": list(plan.compile_flags), "core_cxxflags": list(core_flags),
                   "ldflags": list(plan.link_flags),
                   "libs": list(plan.flags.libs), "lto": plan.flags.lto},

@@ -90,6 +90,7 @@ class BuildPlan:
     agent_sources: tuple[Source, ...] = ()  # dtorch-agent's (empty for a board without one: not a Linux board)
     kernel_sets: tuple[str, ...] = ()       # the ISA kernel sets built in (beside portable)
     kernel_set_notes: tuple[str, ...] = ()  # why a set the board's ISA calls for is not (e.g. its compiler)
+    kernels: str = "fast"                   # "exact": only sets that keep the portable bits (boards: portable)
 
     @property
     def profile_overridden(self) -> bool:
@@ -100,7 +101,8 @@ class BuildPlan:
         """The build folder, relative to the root: build/<board>/<toolchain>/<op-set hash[:12]>, with -<profile> when
         the build asks for another profile than the board's."""
         ops = "all" if self.ops.all_ops else self.opset_hash[:12]
-        return f"build/{self.board.name}/{self.toolchain.family}/{ops}{'-' + self.profile if self.profile_overridden else ''}"
+        suffix = ("-" + self.profile if self.profile_overridden else "") + ("-exact" if self.kernels == "exact" else "")
+        return f"build/{self.board.name}/{self.toolchain.family}/{ops}{suffix}"
 
     @property
     def compile_flags(self) -> tuple[str, ...]:
@@ -145,6 +147,7 @@ class BuildPlan:
             "opset_hash": self.opset_hash, "ops": self.ops.entries(),
             "kernel_files": sorted(s.rel for s in self.sources if s.rel.startswith("kernels/")),
             "kernel_sets": list(self.kernel_sets), "kernel_set_notes": list(self.kernel_set_notes),
+            "kernels": self.kernels,
             "variant": self.variant,
         }
 
@@ -156,13 +159,18 @@ def _runtime_version(runtime: Path) -> str:
 
 def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList | None = None,
               root: str | os.PathLike[str] | None = None, env: dict[str, str] | None = None,
-              profile: str | None = None) -> BuildPlan:
+              profile: str | None = None, kernels: str = "fast") -> BuildPlan:
     """Plan the build of `board` (a name or a loaded Board) with `toolchain` (default: the board's first family
     that is installed) for the op list `ops` (default: every kernel), with the board's profile or `profile` ("speed":
-    kernels -O2, "size": -Os). Raises BoardError (also for an unknown profile), ToolchainMissing / ToolchainError, or
-    PlanError / OpListError (an operator without a kernel, named)."""
+    kernels -O2, "size": -Os), and with the ISA kernel sets the board calls for (`kernels` "fast") or only those
+    that keep the portable bits ("exact": a board's binary is then portable-only, the smallest, and bit-identical
+    with the host). Raises BoardError (also for an unknown profile), ToolchainMissing / ToolchainError, or
+    PlanError / OpListError (an operator without a kernel, named; an unknown `kernels`)."""
     from .resources import resource_root
 
+    if kernels not in ("fast", "exact"):
+        raise PlanError(f"kernels must be 'fast' (the board's SIMD kernel sets) or 'exact' (portable bits only), "
+                        f"got {kernels!r}")
     base = Path(root) if root is not None else resource_root()
     runtime = base / "runtime"
     b = board if isinstance(board, Board) else load_board(board, base)
@@ -177,7 +185,7 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
         raise PlanError(str(e)) from None
 
     groups = load_sources(runtime)
-    kernels = set(catalog.select(op_list))
+    kernel_files = set(catalog.select(op_list))
     libcxx = found.kind == "zig"
     sources: list[Source] = []
     agent: list[Source] = []
@@ -186,7 +194,7 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
     def group_sources(group: str) -> list[Source]:
         pruned = group == "portable"
         return [Source(p, p.relative_to(runtime).as_posix(), () if pruned else CORE_FLAGS)
-                for p in groups.paths(group) if not pruned or p in kernels]
+                for p in groups.paths(group) if not pruned or p in kernel_files]
 
     for group in (*RUNTIME, *_APP_GROUPS, *extra):
         sources += group_sources(group)
@@ -211,6 +219,11 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
             else:
                 notes.append(f"kernel set {ks.name} left out: {found.kind} does not build it (it needs "
                              f"{' or '.join(ks.compilers)}); this build runs the portable kernels instead")
+    if kernels == "exact":
+        for ks in chosen:
+            if not ks.exact:
+                notes.append(f"kernel set {ks.name} left out (kernels=exact): this build keeps the portable bits")
+        chosen = [ks for ks in chosen if ks.exact]
     for ks in chosen:
         cat = kernel_catalog(runtime, ks.name)
         isa = [Source(p, p.relative_to(runtime).as_posix(), ks.flags) for p in cat.select(op_list)]
@@ -234,4 +247,5 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
     return BuildPlan(board=b, toolchain=tc, found=found, flags=flags, ops=op_list, root=base,
                      sources=tuple(sources), runtime_hash=h.hexdigest(), opset_hash=op_list.sha256(), runtime_version=version,
                      profile=profile or b.profile, link_scripts=scripts, agent_sources=tuple(agent),
-                     kernel_sets=tuple(ks.name for ks in chosen), kernel_set_notes=tuple(notes))
+                     kernel_sets=tuple(ks.name for ks in chosen), kernel_set_notes=tuple(notes),
+                     kernels=kernels)

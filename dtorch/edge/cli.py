@@ -351,11 +351,14 @@ def doctor(as_json: bool, strict: bool) -> None:
               help="Ed25519 signing key file: bundle.txt gets a signature line, which an agent started with "
                    "--pubkey requires (needs PyNaCl: pip install pynacl).")
 @click.option("--no-agent", is_flag=True, help="Leave dtorch-agent out (a bundle for emulation only; flash needs it).")
+@click.option("--kernels", type=click.Choice(["fast", "exact"]), default="fast", show_default=True,
+              help="fast: the SIMD kernel sets the board's ISA list calls for (beside portable); exact: only kernels "
+                   "with the portable bits (a board's smallest binary, bit-identical with the host).")
 @click.option("--json", "json_out", is_flag=True, help="Print the result as JSON.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def build(board: str, models: tuple[Path, ...], ops_spec: str | None, toolchain: str | None, profile: str | None,
           out: Path, jobs: int | None, data: tuple[Path, ...], no_verify: bool, no_full: bool, sign: Path | None,
-          no_agent: bool, json_out: bool, quiet: bool) -> None:
+          no_agent: bool, kernels: str, json_out: bool, quiet: bool) -> None:
     """Build a bundle for a board: a static dtorch-run holding only the model's kernels, the model, a manifest and a
     size report, in OUT/<board>/."""
     import json
@@ -366,7 +369,7 @@ def build(board: str, models: tuple[Path, ...], ops_spec: str | None, toolchain:
     try:
         res = build_bundle(board, list(models), ops=ops_spec, toolchain=toolchain, out=out, jobs=jobs,
                            verify=not no_verify, compare_full=not no_full, log=log, progress=not quiet and not json_out,
-                           data=list(data), profile=profile, sign=sign, agent=not no_agent)
+                           data=list(data), profile=profile, sign=sign, agent=not no_agent, kernels=kernels)
     except BuildError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)

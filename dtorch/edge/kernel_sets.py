@@ -40,6 +40,7 @@ class KernelSet:
     isa_flags: tuple[str, ...]  # the ISA flags of its files
     requires: tuple[str, ...] = ()  # board ISA features (a board file's `isa` list) it needs; () = a host-only set
     compilers: tuple[str, ...] = ()  # compiler kinds that build it ("gcc", "clang", "zig"); () = any
+    exact: bool = False         # its kernels keep the portable kernels' bits (the "exact" policy takes them)
 
     def builds_with(self, kind: str) -> bool:
         """Whether a compiler of this kind (a found toolchain's: gcc, clang, zig) builds the set's files (e.g. RVV
@@ -88,7 +89,10 @@ def kernel_sets(runtime_dir: str | os.PathLike[str], arch: str | None = None) ->
         comp = data.get("compilers", [])
         if not (isinstance(comp, list) and all(c in ("gcc", "clang", "zig") for c in comp)):
             raise KernelSetError(f"{desc}: 'compilers' must be a list of compiler kinds (gcc, clang, zig)")
-        ks = KernelSet(name, desc.parent, tuple(archs), tuple(flags), tuple(req), tuple(comp))
+        exact = data.get("exact", False)
+        if not isinstance(exact, bool):
+            raise KernelSetError(f"{desc}: 'exact' must be true or false (whether its kernels keep portable's bits)")
+        ks = KernelSet(name, desc.parent, tuple(archs), tuple(flags), tuple(req), tuple(comp), exact)
         if arch is None or arch in ks.arch:
             out.append(ks)
     return out

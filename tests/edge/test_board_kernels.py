@@ -23,7 +23,7 @@ import dtorch.nn as nn
 import dtorch.runtime as rt
 from dtorch.edge.boards import load_board
 from dtorch.edge.build import build_bundle
-from dtorch.edge.build_plan import make_plan
+from dtorch.edge.build_plan import PlanError, make_plan
 from dtorch.edge.oplist import OpList
 
 TOLERANCE = 1e-5  # x the output scale, as the x86 FMA sets (kernels/neon64/neon64.h, neon32/neon32.h, rvv/rvv.h)
@@ -167,3 +167,61 @@ def test_a_set_its_compiler_cannot_build_is_left_out_and_said():
     assert plan.to_json()["kernel_set_notes"] == [note]
     assert make_plan("k230", ops=conv, toolchain="zig").kernel_sets == ("rvv",)
     assert make_plan("rv1126", ops=conv, toolchain="gcc-cross").kernel_sets == ("neon32",)
+
+
+def test_kernels_exact_plans_keep_only_sets_with_the_portable_bits():
+    conv = OpList.from_entries(["conv2d:float32"])
+    plan = make_plan("rk3588", ops=conv, kernels="exact")
+    assert plan.kernel_sets == () and _sets_of(plan) == {"portable"}
+    assert plan.variant.endswith("-exact") and plan.variant != make_plan("rk3588", ops=conv).variant
+    (note,) = plan.kernel_set_notes
+    assert "kernel set neon64 left out (kernels=exact)" in note
+    assert plan.to_json()["kernels"] == "exact"
+    for board in ("rv1126", "k230"):
+        assert make_plan(board, ops=conv, kernels="exact").kernel_sets == ()
+    host = make_plan("host", ops=conv, kernels="exact")
+    if host.board.arch == "x86_64":  # the bit-exact x86 set stays, the FMA sets go
+        assert host.kernel_sets == ("x86",)
+    with pytest.raises(PlanError, match="kernels must be 'fast' .* or 'exact'"):
+        make_plan("rk3588", ops=conv, kernels="turbo")
+
+
+def _sets_of(plan) -> set[str]:
+    return {s.rel.split("/")[1] for s in plan.sources if s.rel.startswith("kernels/") and "kernels/common" not in s.rel}
+
+
+def test_build_kernels_exact_makes_a_smaller_portable_bundle(bundle, tmp_path):
+    """`dtorch-edge build --kernels exact`: the board's binary without its SIMD set (the smallest; the same bits
+    as the host's portable kernels), said in the build log and the manifest."""
+    from click.testing import CliRunner
+
+    from dtorch.edge.cli import main
+
+    board, fast_dist, root = bundle
+    r = CliRunner().invoke(main, ["build", "--board", board, "--model", str(root / "dense3x3.dtm"), "--out",
+                                  str(tmp_path), "--kernels", "exact", "--no-full", "--no-agent", "--quiet"],
+                           catch_exceptions=False)
+    assert r.exit_code == 0, r.output
+    assert f"kernel set {SETS[board]} left out (kernels=exact)" in r.output
+    dist = tmp_path / board
+    manifest = json.loads((dist / "manifest.json").read_text())
+    assert manifest["kernels"] == "exact" and manifest["kernel_sets"] == ["portable"]
+    assert set(manifest["sizes"]["kernel_set_bytes"]) == {"portable"}
+    assert (dist / "dtorch-run").stat().st_size < (fast_dist / "dtorch-run").stat().st_size
+    (model,) = dist.glob("*.dtm")  # a one-model bundle names it model.dtm
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        argv = load_board(board).emulator.command(dist / "dtorch-run", str(model), "--input",
+                                                  str(root / "dense3x3.npy"), *args)
+        r = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+        assert r.returncode == 0, r.stderr
+        return r
+
+    prof = [json.loads(line) for line in run("--bench", "1", "--profile", "--json", "--threads", "1").stdout.splitlines()
+            if '"profile"' in line][-1]
+    assert [n["kernel_set"] for n in prof["profile"]] == ["portable"]  # the default "fast" policy: nothing else here
+    host = rt.InferenceSession(str(root / "dense3x3.dtm"), kernels="portable")
+    want = host.run(None, {host.get_inputs()[0].name: np.load(root / "dense3x3.npy")})[0]
+    out = tmp_path / "exact_build.npy"
+    run("--output", str(out))
+    assert np.load(out).tobytes() == want.tobytes()
