@@ -7,6 +7,8 @@
 // columns, which the GEMM's fill step gathers block by block (32 output positions x up to 256 kernel rows) into a
 // buffer that stays in L1: the columns are never written to memory. Bias and the fused activation are applied in
 // the GEMM (bias first, then the taps). A 1x1 stride-1 unpadded convolution copies input rows instead of gathering.
+// Kernels of 2 or more taps with few output channels (stems, 32-128 channel layers) copy B's blocks from phase
+// planes of the padded input, made once per image (`direct`): no per-panel fill, same bits.
 // Small maps (7 x 7, 14 x 14), whose positions fill the tile's 32 columns badly, run the transposed product: output
 // channels across the columns, the columns' transpose packed in 12-position panels, then Y^T transposed in
 // registers into Y; the packed weights serve both orientations and the bits are the same (see `transposed`).
@@ -191,6 +193,171 @@ struct Rows {
   }
 };
 
+// Weights (Og x Cg*kh*kw per group) are packed in panels of kNR = 32 output channels, k-major, which serves both
+// orientations of the GEMM: as its A (Y = W . cols, tiles of 12, 12 and 8 rows per panel) and as its B (the
+// transposed product Y^T = cols^T . W^T, the panel's 32 channels across the register tile's columns).
+constexpr int64_t kWP = k5::kNR;
+
+// --- dense / grouped: B from phase planes -----------------------------------------------------------------
+
+// The im2col fill above works out every tap's runs and masks and, at stride 2, spreads each vector over two masked
+// loads and a permute; it runs once per 32-position panel and K block, and with few output channels (stems, 32-64
+// channel layers) that is a large share of the convolution. Instead, each image and group's input is copied once
+// with its padding into phase planes (stride sh x sw: sh * sw planes per channel, plane (a, b) holding padded rows
+// a, a + sh, ... and columns b, b + sw, ...), each hp rows of wp floats. Output position (oh, ow) then reads tap
+// (c, i, j) at plane(c, i*dh % sh, j*dw % sw) + (oh + i*dh / sh) * wp + ow + j*dw / sw: with the flat position
+// q = oh * wp + ow, B[k][q] = xp[off[k] + q], so a B block's row is 32 consecutive floats of the planes (a plain
+// copy, PlaneRows). Positions with q % wp >= OW are padding: computed and never stored (the tile compresses its
+// lanes into the output row, Cols). Products, their order and the +0.0f padding are the fill's: the same bits.
+struct DirectPlan {
+  int64_t hp, wp;  // rows and columns of a phase plane
+  int64_t chan;    // floats per channel: sh * sw planes
+  int64_t q;       // flat output positions: (OH - 1) * wp + OW
+
+  explicit DirectPlan(const Geo& g)
+      : hp(g.oh + (g.kh - 1) * g.dh / g.sh),
+        wp(g.ow + (g.kw - 1) * g.dw / g.sw),
+        chan(g.sh * g.sw * hp * wp),
+        q((g.oh - 1) * wp + g.ow) {}
+  // Scratch: the row offsets (K int64), then the planes.
+  int64_t off_floats(const Geo& g) const { return kernels::ceil_div(2 * g.cg * g.kh * g.kw, 16) * 16; }
+  int64_t floats(const Geo& g) const { return off_floats(g) + g.cg * chan; }
+};
+
+// Whether the planes pay: they save the fill's work per panel and K block, which every output channel's tiles
+// share, and cost the padded positions' lanes ((wp - OW) per output row). Measured on this set's Zen 4 (3 x 3 and
+// 7 x 7 stems, 3 x 3 convolutions at 32-128 channels, stride 1 and 2): the fill is worth about 6 output channels'
+// products, so the planes are taken when the extra lanes cost less than that. 1x1 convolutions keep their row
+// copies (stride 1: Rows) or the fill (strided: it touches a quarter of the input only).
+bool direct(const Geo& g) {
+  if (g.kh * g.kw == 1) return false;
+  const DirectPlan d(g);
+  const int64_t lanes = kernels::ceil_div(d.q, k5::kNR), normal = kernels::ceil_div(g.oh * g.ow, k5::kNR);
+  return lanes * g.og <= normal * (g.og + 6);
+}
+
+// One padded row of plane column-phase b: dst[u] = x[u * sw + b - pl] (x: the input row), 0 outside [0, w).
+void copy_phase_row(const Geo& g, const float* x, int64_t b, int64_t wp, float* dst) {
+  const int64_t lo = g.pl - b;  // u * sw >= lo and u * sw < lo + w
+  int64_t u0 = lo <= 0 ? 0 : kernels::ceil_div(lo, g.sw);
+  int64_t u1 = lo + g.w <= 0 ? 0 : kernels::ceil_div(lo + g.w, g.sw);
+  u0 = u0 < wp ? u0 : wp;
+  u1 = u1 < wp ? (u1 < u0 ? u0 : u1) : wp;
+  for (int64_t u = 0; u < u0; ++u) dst[u] = 0.0f;
+  for (int64_t u = u1; u < wp; ++u) dst[u] = 0.0f;
+  const float* s = x + u0 * g.sw + b - g.pl;
+  int64_t u = u0;
+  if (g.sw == 1) {
+    for (; u + 16 <= u1; u += 16, s += 16) _mm512_storeu_ps(dst + u, _mm512_loadu_ps(s));
+    const __mmask16 m = k5::mask16(static_cast<int>(u1 - u));
+    _mm512_mask_storeu_ps(dst + u, m, _mm512_maskz_loadu_ps(m, s));
+  } else if (g.sw == 2) {
+    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    for (; u < u1; u += 16, s += 32) {
+      const int n = static_cast<int>(u1 - u < 16 ? u1 - u : 16), span = 2 * n - 1;  // floats lane n - 1 reaches
+      const __m512 lo_v = _mm512_maskz_loadu_ps(k5::mask16(span), s);
+      const __m512 hi_v = _mm512_maskz_loadu_ps(k5::mask16(span - 16), s + 16);
+      _mm512_mask_storeu_ps(dst + u, k5::mask16(n), _mm512_permutex2var_ps(lo_v, even, hi_v));
+    }
+  } else {
+    for (; u < u1; ++u, s += g.sw) dst[u] = *s;
+  }
+}
+
+// The phase planes of one image and group; planes no tap reads are left unwritten.
+void copy_phases(ThreadPool* pool, const Geo& g, const DirectPlan& d, const float* x, float* xp) {
+  auto read = [](int64_t phase, int64_t taps, int64_t dil, int64_t stride) {
+    for (int64_t t = 0; t < taps; ++t)
+      if (t * dil % stride == phase) return true;
+    return false;
+  };
+  const int64_t rows = g.cg * g.sh * d.hp;  // (channel, row phase, plane row)
+  kernels::parallel_chunks(pool, rows, 16, [&](int64_t rb, int64_t re) {
+    for (int64_t cr = rb; cr < re; ++cr) {
+      const int64_t c = cr / (g.sh * d.hp), a = (cr / d.hp) % g.sh, r = cr % d.hp;
+      if (!read(a, g.kh, g.dh, g.sh)) continue;
+      const int64_t ih = r * g.sh + a - g.pt;
+      for (int64_t b = 0; b < g.sw; ++b) {
+        if (!read(b, g.kw, g.dw, g.sw)) continue;
+        float* dst = xp + c * d.chan + (a * g.sw + b) * d.hp * d.wp + r * d.wp;
+        if (ih < 0 || ih >= g.h) {
+          for (int64_t u = 0; u < d.wp; ++u) dst[u] = 0.0f;
+        } else {
+          copy_phase_row(g, x + (c * g.h + ih) * g.w, b, d.wp, dst);
+        }
+      }
+    }
+  });
+}
+
+// A B block from the planes: row r is the 32 floats (nr of them; the rest 0) at base + off[k0 + r] + j0.
+struct PlaneRows {
+  const float* base;
+  const int64_t* off;
+  const float* operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
+    const float* b = base + j0;
+    if (nr == k5::kNR) {
+      for (int64_t r = 0; r < kc; ++r) {
+        const float* s = b + off[k0 + r];
+        _mm512_store_ps(dst + r * k5::kNR, _mm512_loadu_ps(s));
+        _mm512_store_ps(dst + r * k5::kNR + 16, _mm512_loadu_ps(s + 16));
+      }
+    } else {
+      const __mmask16 ma = k5::mask16(nr), mb = k5::mask16(nr - 16);
+      for (int64_t r = 0; r < kc; ++r) {
+        const float* s = b + off[k0 + r];
+        _mm512_store_ps(dst + r * k5::kNR, _mm512_maskz_loadu_ps(ma, s));
+        _mm512_store_ps(dst + r * k5::kNR + 16, _mm512_maskz_loadu_ps(mb, s + 16));
+      }
+    }
+    return dst;
+  }
+};
+
+// Where a tile's flat positions [j0, j0 + nr) go in the output plane: the lanes with q % wp < OW, side by side
+// from the first one's output position on.
+k5::Cols direct_cols(const Geo& g, const DirectPlan& d, int64_t j0, int nr) {
+  k5::Cols c;
+  c.packed = true;
+  int64_t oh = j0 / d.wp, ow = j0 % d.wp;
+  for (int v = 0; v < 2; ++v) {
+    uint32_t m = 0;
+    int64_t at = 0;
+    for (int l = 0; l < 16; ++l) {
+      if (16 * v + l < nr && ow < g.ow) {
+        if (m == 0) at = oh * g.ow + ow;
+        m |= 1u << l;
+      }
+      if (++ow == d.wp) {
+        ow = 0;
+        ++oh;
+      }
+    }
+    c.at[v] = at;
+    c.m[v] = static_cast<__mmask16>(m);
+    c.sm[v] = k5::mask16(__builtin_popcount(m));
+  }
+  return c;
+}
+
+// One image and group: the planes, then Y = W . B with B's blocks copied from them.
+void direct_gemm(ThreadPool* pool, const Geo& g, const float* wg, const float* xg, const kernels::Epilogue& ep,
+                 float* yg, float* work) {
+  const DirectPlan d(g);
+  int64_t* off = reinterpret_cast<int64_t*>(work);
+  float* xp = work + d.off_floats(g);
+  copy_phases(pool, g, d, xg, xp);
+  for (int64_t c = 0; c < g.cg; ++c)
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const int64_t a = i * g.dh % g.sh, b = j * g.dw % g.sw;
+        off[(c * g.kh + i) * g.kw + j] =
+            c * d.chan + (a * g.sw + b) * d.hp * d.wp + (i * g.dh / g.sh) * d.wp + j * g.dw / g.sw;
+      }
+  k5::gemm(pool, g.og, d.q, g.cg * g.kh * g.kw, wg, kWP, PlaneRows{xp, off},
+           [&](int64_t j0, int nr) { return direct_cols(g, d, j0, nr); }, yg, g.oh * g.ow, ep);
+}
+
 // The transposed product's B: the packed weights themselves (kNR-row panels, k-major, read as K x kNR blocks).
 struct Panels {
   const float* wp;  // the group's packed weights
@@ -198,10 +365,6 @@ struct Panels {
   const float* operator()(int64_t j0, int, int64_t k0, int64_t, float*) const { return wp + j0 * K + k0 * k5::kNR; }
 };
 
-// Weights (Og x Cg*kh*kw per group) are packed in panels of kNR = 32 output channels, k-major, which serves both
-// orientations of the GEMM: as its A (Y = W . cols, tiles of 12, 12 and 8 rows per panel) and as its B (the
-// transposed product Y^T = cols^T . W^T, the panel's 32 channels across the register tile's columns).
-constexpr int64_t kWP = k5::kNR;
 
 // Which orientation: the register tile's 32 columns run over output positions (Y = W . cols) or, when that
 // wastes more lanes (7 x 7 and 14 x 14 maps: 49 positions fill 64 lanes), over output channels (Y^T = cols^T . W^T
@@ -275,7 +438,9 @@ void gemm_one_group(ThreadPool* pool, const Geo& g, const float* wg, const float
   const bool swap = transposed(g);
   ep.bias_per_row = !swap;
   if (!swap) {
-    if (g.pointwise)
+    if (direct(g))
+      direct_gemm(pool, g, wg, xg, ep, yg, work);
+    else if (g.pointwise)
       k5::gemm(pool, g.og, ohw, kg, wg, kWP, Rows{xg, ohw}, yg, ohw, ep);
     else
       k5::gemm(pool, g.og, ohw, kg, wg, kWP, Im2col{&g, xg}, yg, ohw, ep);
@@ -391,7 +556,8 @@ void run_depthwise(ThreadPool* pool, const Geo& g, const float* x, const float* 
 struct Avx512 {
   static constexpr int64_t kPanel = kWP;
   static size_t work_floats(const Geo& g) {  // the transposed product's buffers
-    return transposed(g) ? static_cast<size_t>(cols_t_floats(g) + g.oh * g.ow * g.og) : 0;
+    if (transposed(g)) return static_cast<size_t>(cols_t_floats(g) + g.oh * g.ow * g.og);
+    return direct(g) ? static_cast<size_t>(DirectPlan(g).floats(g)) : 0;
   }
   static bool takes_depthwise(const Geo&) { return true; }
   static void depthwise(ThreadPool* pool, const Geo& g, const float* x, const float* w, const float* bias, float* y) {

@@ -52,32 +52,64 @@ inline __mmask16 mask16(int n) {  // lanes [0, n) set, n clamped to [0, 16]
 
 #define DTORCH_AVX512_INLINE inline __attribute__((always_inline))
 
-// The accumulators of rows [i0, i0 + MR) x columns [j0, j0 + 32) before the first K block (the bias) or before a
-// later one (the partial sums stored in C).
+// Where a register tile's two vectors of 16 columns go in each row of C. Normal: vector v holds columns
+// [j0 + 16 v, j0 + 16 v + 16) cut at nr. Packed (the direct convolution's tiles, gemm_rows): its lanes m[v] hold
+// outputs that lie side by side in C from at[v] on, with lanes between them that hold none (the padded columns
+// of its flat output positions): stores compress the lanes, loads of partial sums expand them.
+struct Cols {
+  int64_t at[2];      // C column of vector v's first output lane
+  __mmask16 m[2];     // lanes of vector v that hold outputs
+  __mmask16 sm[2];    // the first popcount(m[v]) lanes: where they lie in C
+  bool packed;        // m[v] may have gaps (else m[v] == sm[v])
+
+  static Cols normal(int64_t j0, int nr) {
+    Cols c;
+    c.at[0] = j0;
+    c.at[1] = j0 + 16;
+    c.m[0] = c.sm[0] = mask16(nr);
+    c.m[1] = c.sm[1] = mask16(nr - 16);
+    c.packed = false;
+    return c;
+  }
+};
+
+DTORCH_AVX512_INLINE __m512 load_cols(const float* p, const Cols& cols, int v) {
+  if (!cols.packed) return _mm512_maskz_loadu_ps(cols.m[v], p);
+  return _mm512_maskz_expand_ps(cols.m[v], _mm512_maskz_loadu_ps(cols.sm[v], p));
+}
+
+DTORCH_AVX512_INLINE void store_cols(float* p, const Cols& cols, int v, __m512 x) {
+  // (a compress straight to memory is microcoded and slow on some CPUs: compress in registers, then store)
+  if (cols.packed) x = _mm512_maskz_compress_ps(cols.m[v], x);
+  _mm512_mask_storeu_ps(p, cols.sm[v], x);
+}
+
+// The accumulators of rows [i0, i0 + MR) before the first K block (the bias) or before a later one (the partial
+// sums stored in C).
 template <int MR>
-DTORCH_AVX512_INLINE void tile_start(bool first, int64_t i0, int64_t j0, const float* C, int64_t ldc,
-                                     const Epilogue& ep, __mmask16 m0, __mmask16 m1, __m512 (&c)[MR][2]) {
+DTORCH_AVX512_INLINE void tile_start(bool first, int64_t i0, const float* C, int64_t ldc, const Epilogue& ep,
+                                     const Cols& cols, __m512 (&c)[MR][2]) {
   DTORCH_AVX512_UNROLL
   for (int r = 0; r < MR; ++r) {
     if (!first) {
-      const float* p = C + (i0 + r) * ldc + j0;
-      c[r][0] = _mm512_maskz_loadu_ps(m0, p);
-      c[r][1] = _mm512_maskz_loadu_ps(m1, p + 16);
+      const float* row = C + (i0 + r) * ldc;
+      c[r][0] = load_cols(row + cols.at[0], cols, 0);
+      c[r][1] = load_cols(row + cols.at[1], cols, 1);
     } else if (ep.bias == nullptr) {
       c[r][0] = c[r][1] = _mm512_setzero_ps();
     } else if (ep.bias_per_row) {
       c[r][0] = c[r][1] = _mm512_set1_ps(ep.bias[i0 + r]);
-    } else {
-      c[r][0] = _mm512_maskz_loadu_ps(m0, ep.bias + j0);
-      c[r][1] = _mm512_maskz_loadu_ps(m1, ep.bias + j0 + 16);
+    } else {  // a bias per column: normal tiles only
+      c[r][0] = _mm512_maskz_loadu_ps(cols.m[0], ep.bias + cols.at[0]);
+      c[r][1] = _mm512_maskz_loadu_ps(cols.m[1], ep.bias + cols.at[1]);
     }
   }
 }
 
-// Stores rows [i0, i0 + MR) x columns [j0, j0 + nr); `last`: after the last K block (apply the activation).
+// Stores rows [i0, i0 + MR) of the tile; `last`: after the last K block (apply the activation).
 template <int MR>
-DTORCH_AVX512_INLINE void tile_finish(bool last, int nr, int64_t i0, int64_t j0, float* C, int64_t ldc,
-                                      const Epilogue& ep, __mmask16 m0, __mmask16 m1, __m512 (&c)[MR][2]) {
+DTORCH_AVX512_INLINE void tile_finish(bool last, int64_t i0, float* C, int64_t ldc, const Epilogue& ep,
+                                      const Cols& cols, __m512 (&c)[MR][2]) {
   const ActKind kind = last ? ep.act.kind : ActKind::kNone;
   const bool clamp = kind == ActKind::kRelu || kind == ActKind::kRelu6 || kind == ActKind::kHardtanh;
   const __m512 lo = _mm512_set1_ps(kind == ActKind::kHardtanh ? ep.act.lo : 0.0f);
@@ -94,20 +126,23 @@ DTORCH_AVX512_INLINE void tile_finish(bool last, int nr, int64_t i0, int64_t j0,
         v1 = kernels::vmin(hi, v1);
       }
     }
-    float* p = C + (i0 + r) * ldc + j0;
-    _mm512_mask_storeu_ps(p, m0, v0);
-    _mm512_mask_storeu_ps(p + 16, m1, v1);
-    if (kind != ActKind::kNone && !clamp) bias_activation(ep.act, 0.0f, p, nr);
+    float* row = C + (i0 + r) * ldc;
+    store_cols(row + cols.at[0], cols, 0, v0);
+    store_cols(row + cols.at[1], cols, 1, v1);
+    if (kind != ActKind::kNone && !clamp) {
+      bias_activation(ep.act, 0.0f, row + cols.at[0], __builtin_popcount(cols.sm[0]));
+      bias_activation(ep.act, 0.0f, row + cols.at[1], __builtin_popcount(cols.sm[1]));
+    }
   }
 }
 
 // One register tile over one K block: start, c[r] += ap[k * P + r] * bp[k * kNR + lane] for k < kc (k ascending,
 // one FMA per k), finish. The accumulators stay in registers (MR x 2 zmm).
 template <int MR>
-void tile(bool first, bool last, int nr, int64_t kc, const float* ap, int64_t P, const float* bp, int64_t i0,
-          int64_t j0, float* C, int64_t ldc, const Epilogue& ep, __mmask16 m0, __mmask16 m1) {
+void tile(bool first, bool last, int64_t kc, const float* ap, int64_t P, const float* bp, int64_t i0, float* C,
+          int64_t ldc, const Epilogue& ep, const Cols& cols) {
   __m512 c[MR][2];
-  tile_start<MR>(first, i0, j0, C, ldc, ep, m0, m1, c);
+  tile_start<MR>(first, i0, C, ldc, ep, cols, c);
   for (int64_t k = 0; k < kc; ++k) {
     const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
     DTORCH_AVX512_UNROLL
@@ -119,14 +154,14 @@ void tile(bool first, bool last, int nr, int64_t kc, const float* ap, int64_t P,
     ap += P;
     bp += kNR;
   }
-  tile_finish<MR>(last, nr, i0, j0, C, ldc, ep, m0, m1, c);
+  tile_finish<MR>(last, i0, C, ldc, ep, cols, c);
 }
 
-inline void tile_rows(int mr, bool first, bool last, int nr, int64_t kc, const float* ap, int64_t P, const float* bp,
-                      int64_t i0, int64_t j0, float* C, int64_t ldc, const Epilogue& ep, __mmask16 m0, __mmask16 m1) {
+inline void tile_rows(int mr, bool first, bool last, int64_t kc, const float* ap, int64_t P, const float* bp,
+                      int64_t i0, float* C, int64_t ldc, const Epilogue& ep, const Cols& cols) {
   switch (mr) {
 #define DTORCH_AVX512_TILE_CASE(R) \
-  case R: tile<R>(first, last, nr, kc, ap, P, bp, i0, j0, C, ldc, ep, m0, m1); break;
+  case R: tile<R>(first, last, kc, ap, P, bp, i0, C, ldc, ep, cols); break;
     DTORCH_AVX512_TILE_CASE(12)
     DTORCH_AVX512_TILE_CASE(11)
     DTORCH_AVX512_TILE_CASE(10)
@@ -138,7 +173,7 @@ inline void tile_rows(int mr, bool first, bool last, int nr, int64_t kc, const f
     DTORCH_AVX512_TILE_CASE(4)
     DTORCH_AVX512_TILE_CASE(3)
     DTORCH_AVX512_TILE_CASE(2)
-    default: tile<1>(first, last, nr, kc, ap, P, bp, i0, j0, C, ldc, ep, m0, m1); break;
+    default: tile<1>(first, last, kc, ap, P, bp, i0, C, ldc, ep, cols); break;
 #undef DTORCH_AVX512_TILE_CASE
   }
 }
@@ -147,12 +182,13 @@ static_assert(kMR == 12, "tile_rows dispatches MR = 1..12");
 // C (M x N, ldc) = A . B (+ epilogue) with A packed in panels of P rows (pack_a, all of it; P = kMR or kNR) and B
 // given block by block by fill(j0, nr, k0, kc, buf), which returns where B[k0 + r][j0 + q] lies at [r * kNR + q]
 // for r < kc, q < kNR (columns q >= nr are read but not stored): either buf (kKC x kNR floats), which it fills, or a
-// block already in memory.
-template <typename Fill>
-void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, int64_t P, Fill&& fill, float* C,
-          int64_t ldc, const Epilogue& ep) {
+// block already in memory. cols_of(j0, nr) says where a tile's columns [j0, j0 + nr) go in each row of C (Cols;
+// Cols::normal: columns j0 + q). Work units: (column panel, block of row tiles); each panel of P rows of A runs in
+// tiles of kMR rows (32 = 12 + 12 + 8), the last ones cut at M.
+template <typename Fill, typename ColsOf>
+void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, int64_t P, Fill&& fill,
+          ColsOf&& cols_of, float* C, int64_t ldc, const Epilogue& ep) {
   if (M <= 0 || N <= 0) return;
-  // Row tiles: each panel of P rows in tiles of kMR rows (32 = 12 + 12 + 8), the last ones cut at M.
   const int64_t tiles_per_panel = ceil_div(P, kMR);
   const GemmSplit sp(pool == nullptr ? 1 : pool->size(), N, kNR, ceil_div(M, P) * tiles_per_panel, K, kKC);
   const int64_t kblock = sp.kblock;
@@ -161,7 +197,8 @@ void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, in
     for (int64_t u = ub; u < ue; ++u) {
       const int64_t j0 = sp.panel(u) * kNR;
       const int nr = static_cast<int>(N - j0 < kNR ? N - j0 : kNR);
-      const __mmask16 m0 = mask16(nr), m1 = mask16(nr - 16);
+      const Cols cols = cols_of(j0, nr);
+      if ((cols.m[0] | cols.m[1]) == 0) continue;  // no column of this panel is an output
       int64_t t0 = 0, t1 = 0;
       sp.tiles(u, &t0, &t1);
       int64_t k0 = 0;
@@ -175,12 +212,18 @@ void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, in
           const int64_t rows = (P - sub < kMR ? P - sub : kMR);
           const int mr = static_cast<int>(M - i0 < rows ? M - i0 : rows);
           if (mr <= 0) continue;
-          tile_rows(mr, first, last, nr, kc, ap + a * P * K + k0 * P + sub, P, bp, i0, j0, C, ldc, ep, m0, m1);
+          tile_rows(mr, first, last, kc, ap + a * P * K + k0 * P + sub, P, bp, i0, C, ldc, ep, cols);
         }
         k0 += kc;
       } while (k0 < K);
     }
   });
+}
+
+template <typename Fill>
+void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, int64_t P, Fill&& fill, float* C,
+          int64_t ldc, const Epilogue& ep) {
+  gemm(pool, M, N, K, ap, P, fill, [](int64_t j0, int nr) { return Cols::normal(j0, nr); }, C, ldc, ep);
 }
 
 }  // namespace avx512

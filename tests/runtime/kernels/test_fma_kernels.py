@@ -8,8 +8,10 @@ partial column panels, K blocks of 256, the avx2 set's K-block order over groups
 outgrows L2), their im2col fills (padding, stride, dilation, asymmetric padding; the masked-load runs inside one
 output row, the avx2 set's gathers across rows, the avx512 set's gathers where a panel meets more than 6 output
 rows), both sets' transposed product for small maps (output channels across the register tile), the avx2 set's
-direct B rows read from a padded copy of the input (small K: stems), grouped convolutions and the depthwise kernels
-(stride 1 and 2 interior loads, border gathers, widths below one vector).
+direct B rows read from a padded copy of the input (small K: stems), the avx512 set's B blocks copied from phase
+planes of the padded input (3x3 and larger kernels with few output channels: stems, 32-128 channel layers; output
+rows packed out of padded flat positions, partial sums between K blocks expanded back), grouped convolutions and
+the depthwise kernels (stride 1 and 2 interior loads, border gathers, widths below one vector).
 
 A set this CPU lacks is skipped with the reason printed: QEMU cannot emulate AVX-512, so on an AVX2-only machine
 the avx512 set's tests run only on machines that have it."""
@@ -110,6 +112,11 @@ CONV = [  # (N, C, H, W, O, kh, kw, stride, padding(t,b,l,r), dilation, groups)
     (1, 3, 17, 130, 3, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 3),     # depthwise 3x3 stride 2, unmasked interior blocks
     (1, 2, 9, 30, 2, 3, 3, (3, 2), (0, 1, 1, 0), (1, 1), 2),       # depthwise 3x3, row stride 3, column stride 2
     (1, 2, 5, 300, 2, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 2),      # depthwise 3x3, 19 avx512 vectors a row: 8 + 8 + 3
+    (1, 6, 25, 31, 10, 3, 3, (3, 3), (2, 1, 0, 3), (2, 2), 1),     # avx512 phase planes: stride 3, dilated, asymmetric
+    (2, 8, 16, 18, 12, 3, 3, (2, 1), (1, 1, 1, 1), (1, 1), 2),     # phase planes: grouped, two images, row stride 2
+    (1, 3, 20, 9, 2, 3, 7, (1, 1), (1, 1, 0, 0), (1, 1), 1),       # phase planes: OW = 3 in rows of 9 (vectors span rows)
+    (1, 2, 30, 5, 1, 3, 5, (1, 1), (1, 1, 0, 0), (1, 1), 1),       # phase planes: OW = 1, 3-4 output rows a vector
+    (1, 36, 19, 23, 14, 5, 5, (2, 3), (2, 2, 2, 2), (1, 1), 1),    # phase planes, K = 900: 4 K blocks of packed partials
 ]
 
 
