@@ -127,6 +127,7 @@ def test_failed_compile_shows_the_compilers_first_error(model, tmp_path):
         in r.output and "Traceback" not in r.output
 
 
+@pytest.mark.full  # two rk3588 builds, one at a new -O level (zig builds libc++ for it): .ci/run-full
 def test_profile_size_builds_kernels_for_size(model, tmp_path):
     """--profile size: the kernels at -Os too (the core is -Os on every profile), in its own build folder; the
     bundle records it, is smaller than the board's speed build, and runs under QEMU."""
