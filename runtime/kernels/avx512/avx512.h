@@ -41,6 +41,11 @@ inline namespace DTORCH_ISA {
 inline __m512 vmax(__m512 a, __m512 b) { return _mm512_mask_max_ps(b, __mmask16{0xFFFF}, a, b); }
 inline __m512 vmin(__m512 a, __m512 b) { return _mm512_mask_min_ps(b, __mmask16{0xFFFF}, a, b); }
 
+// The index vector of _mm512_permutex2var_ps that keeps floats 0, 2, ..., 30 of two vectors (a stride-2 row).
+inline __m512i even_lanes() {
+  return _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+}
+
 // Whether this CPU runs the avx512 kernel set (and its OS saves the AVX-512 state: __builtin_cpu_supports
 // reports a feature only when XCR0 enables it).
 __attribute__((target("no-sse3"), noinline)) inline bool x86_avx512_supported() {

@@ -89,7 +89,7 @@ struct Im2col {
     const Geo& G = *g;
     const int64_t taps = G.kh * G.kw, plane = G.h * G.w;
     const int64_t c_begin = k0 / taps, c_end = (k0 + kc - 1) / taps + 1;  // channels with rows in [k0, k0 + kc)
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i even = kernels::even_lanes();
     Load loads[kNV][kMaxRuns];  // per vector, the loads of the runs it meets
     int n_loads[kNV];
     for (int64_t t = 0; t < taps; ++t) {
@@ -201,7 +201,7 @@ constexpr int64_t kWP = k5::kNR;
 // --- dense / grouped: B from phase planes -----------------------------------------------------------------
 
 // The im2col fill above works out every tap's runs and masks and, at stride 2, spreads each vector over two masked
-// loads and a permute; it runs once per 32-position panel and K block, and with few output channels (stems, 32-64
+// loads and a permute; it runs once per 32-position panel and K block, and with few output channels (stems, 32-128
 // channel layers) that is a large share of the convolution. Instead, each image and group's input is copied once
 // with its padding into phase planes (stride sh x sw: sh * sw planes per channel, plane (a, b) holding padded rows
 // a, a + sh, ... and columns b, b + sw, ...), each hp rows of wp floats. Output position (oh, ow) then reads tap
@@ -252,7 +252,7 @@ void copy_phase_row(const Geo& g, const float* x, int64_t b, int64_t wp, float* 
     const __mmask16 m = k5::mask16(static_cast<int>(u1 - u));
     _mm512_mask_storeu_ps(dst + u, m, _mm512_maskz_loadu_ps(m, s));
   } else if (g.sw == 2) {
-    const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+    const __m512i even = kernels::even_lanes();
     for (; u < u1; u += 16, s += 32) {
       const int n = static_cast<int>(u1 - u < 16 ? u1 - u : 16), span = 2 * n - 1;  // floats lane n - 1 reaches
       const __m512 lo_v = _mm512_maskz_loadu_ps(k5::mask16(span), s);
@@ -295,20 +295,11 @@ struct PlaneRows {
   const float* base;
   const int64_t* off;
   const float* operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
-    const float* b = base + j0;
-    if (nr == k5::kNR) {
-      for (int64_t r = 0; r < kc; ++r) {
-        const float* s = b + off[k0 + r];
-        _mm512_store_ps(dst + r * k5::kNR, _mm512_loadu_ps(s));
-        _mm512_store_ps(dst + r * k5::kNR + 16, _mm512_loadu_ps(s + 16));
-      }
-    } else {
-      const __mmask16 ma = k5::mask16(nr), mb = k5::mask16(nr - 16);
-      for (int64_t r = 0; r < kc; ++r) {
-        const float* s = b + off[k0 + r];
-        _mm512_store_ps(dst + r * k5::kNR, _mm512_maskz_loadu_ps(ma, s));
-        _mm512_store_ps(dst + r * k5::kNR + 16, _mm512_maskz_loadu_ps(mb, s + 16));
-      }
+    const __mmask16 ma = k5::mask16(nr), mb = k5::mask16(nr - 16);
+    for (int64_t r = 0; r < kc; ++r) {
+      const float* s = base + off[k0 + r] + j0;
+      _mm512_store_ps(dst + r * k5::kNR, _mm512_maskz_loadu_ps(ma, s));
+      _mm512_store_ps(dst + r * k5::kNR + 16, _mm512_maskz_loadu_ps(mb, s + 16));
     }
     return dst;
   }
@@ -318,7 +309,6 @@ struct PlaneRows {
 // from the first one's output position on.
 k5::Cols direct_cols(const Geo& g, const DirectPlan& d, int64_t j0, int nr) {
   k5::Cols c;
-  c.packed = true;
   int64_t oh = j0 / d.wp, ow = j0 % d.wp;
   for (int v = 0; v < 2; ++v) {
     uint32_t m = 0;
@@ -337,6 +327,7 @@ k5::Cols direct_cols(const Geo& g, const DirectPlan& d, int64_t j0, int nr) {
     c.m[v] = static_cast<__mmask16>(m);
     c.sm[v] = k5::mask16(__builtin_popcount(m));
   }
+  c.packed = c.m[0] != c.sm[0] || c.m[1] != c.sm[1];  // gaps only where a panel crosses an output row
   return c;
 }
 
@@ -364,7 +355,6 @@ struct Panels {
   int64_t K;
   const float* operator()(int64_t j0, int, int64_t k0, int64_t, float*) const { return wp + j0 * K + k0 * k5::kNR; }
 };
-
 
 // Which orientation: the register tile's 32 columns run over output positions (Y = W . cols) or, when that
 // wastes more lanes (7 x 7 and 14 x 14 maps: 49 positions fill 64 lanes), over output channels (Y^T = cols^T . W^T
@@ -475,7 +465,7 @@ void gemm_one_group(ThreadPool* pool, const Geo& g, const float* wg, const float
 constexpr int kDwRows = 4;
 
 void depthwise_plane(const Geo& g, const float* xp, const float* wc, float b, float* yp) {
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i even = kernels::even_lanes();
   const __m512i lanes = _mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15);
   const __m512i W = _mm512_set1_epi32(static_cast<int32_t>(g.w));
   const __m512i lane_off = _mm512_mullo_epi32(lanes, _mm512_set1_epi32(static_cast<int32_t>(g.sw)));

@@ -74,7 +74,7 @@ DTORCH_AVX512_INLINE __m512 load16(const float* p, __mmask16 m) {
 template <int SW, int R, int NV, bool MASKED>
 DTORCH_AVX512_INLINE void dw3x3_block(const ConvGeometry& g, const float* xp, const __m512 (&wv)[9], __m512 bias,
                                       float* yp, int64_t oh0, int64_t v0, const DwMasks* mk) {
-  const __m512i even = _mm512_setr_epi32(0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30);
+  const __m512i even = kernels::even_lanes();
   const __m512i odd = _mm512_setr_epi32(1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
   __m512 acc[R][NV];
   DTORCH_AVX512_UNROLL

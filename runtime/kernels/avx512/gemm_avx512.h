@@ -53,7 +53,7 @@ inline __mmask16 mask16(int n) {  // lanes [0, n) set, n clamped to [0, 16]
 #define DTORCH_AVX512_INLINE inline __attribute__((always_inline))
 
 // Where a register tile's two vectors of 16 columns go in each row of C. Normal: vector v holds columns
-// [j0 + 16 v, j0 + 16 v + 16) cut at nr. Packed (the direct convolution's tiles, gemm_rows): its lanes m[v] hold
+// [j0 + 16 v, j0 + 16 v + 16) cut at nr. Packed (conv2d.cc's phase-plane tiles): its lanes m[v] hold
 // outputs that lie side by side in C from at[v] on, with lanes between them that hold none (the padded columns
 // of its flat output positions): stores compress the lanes, loads of partial sums expand them.
 struct Cols {
