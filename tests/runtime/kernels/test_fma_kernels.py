@@ -10,8 +10,10 @@ output row, the avx2 set's gathers across rows, the avx512 set's gathers where a
 rows), both sets' transposed product for small maps (output channels across the register tile), the avx2 set's
 direct B rows read from a padded copy of the input (small K: stems), the avx512 set's B blocks copied from phase
 planes of the padded input (3x3 and larger kernels with few output channels: stems, 32-128 channel layers; output
-rows packed out of padded flat positions, partial sums between K blocks expanded back), grouped convolutions and
-the depthwise kernels (stride 1 and 2 interior loads, border gathers, widths below one vector).
+rows packed out of padded flat positions, partial sums between K blocks expanded back), the avx512 set's
+channel-major tiles (output channels across the vectors, positions broadcast from the planes or the input, for
+K >= 192 and at least 32 output channels: partial channel panels, rows cut into tiles of 1-12 positions, flat
+pointwise tiles across rows), grouped convolutions and the depthwise kernels (stride 1 and 2 interior loads, border gathers, widths below one vector).
 
 A set this CPU lacks is skipped with the reason printed: QEMU cannot emulate AVX-512, so on an AVX2-only machine
 the avx512 set's tests run only on machines that have it."""
@@ -117,6 +119,12 @@ CONV = [  # (N, C, H, W, O, kh, kw, stride, padding(t,b,l,r), dilation, groups)
     (1, 3, 20, 9, 2, 3, 7, (1, 1), (1, 1, 0, 0), (1, 1), 1),       # phase planes: OW = 3 in rows of 9 (vectors span rows)
     (1, 2, 30, 5, 1, 3, 5, (1, 1), (1, 1, 0, 0), (1, 1), 1),       # phase planes: OW = 1, 3-4 output rows a vector
     (1, 36, 19, 23, 14, 5, 5, (2, 3), (2, 2, 2, 2), (1, 1), 1),    # phase planes, K = 900: 4 K blocks of packed partials
+    (2, 24, 15, 29, 33, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),    # avx512 channel-major: O = 33 (panel of 1), rows 10+10+9
+    (1, 64, 11, 30, 48, 3, 3, (2, 2), (0, 1, 2, 1), (1, 2), 1),    # channel-major, stride 2, dilated, asymmetric padding
+    (1, 64, 9, 14, 64, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 2),     # channel-major per group, OW = 14: tiles of 7 + 7
+    (1, 200, 5, 27, 35, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),    # channel-major pointwise: flat tiles across rows
+    (1, 30, 13, 3, 32, 3, 3, (1, 1), (1, 1, 0, 0), (1, 1), 1),     # channel-major, OW = 1: one-position tiles
+    (1, 12, 20, 26, 40, 5, 5, (3, 3), (2, 2, 2, 2), (1, 1), 1),    # channel-major, 5x5 stride 3: 9 phase planes
 ]
 
 
