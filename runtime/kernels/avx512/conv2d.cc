@@ -435,15 +435,17 @@ void transpose_out(ThreadPool* pool, const float* yt, int64_t ohw, int64_t og, f
 // The GEMM above puts output positions across its vectors, so B (the input) must be gathered into blocks first
 // (the fill or the plane copy) and the last panel of each plane, or the planes' padded columns, waste lanes. Turned
 // around, a register tile is kCR positions x 32 output channels: the packed weights' panels (k-major, 32 channels
-// per k) are its vectors, read in place, and each position's input is one broadcast straight from the phase planes
-// (or from the input itself for a 1x1 stride-1 unpadded convolution): position r of a tile reads xp[off[k] + at + r],
-// so nothing is packed. Tiles run along one output row (the planes make any stride contiguous), then transpose in
-// registers to store 32 channels x kCR positions into Y. Each output starts at its bias and adds its products in the
-// same k order with one FMA each, over all of K in one chain: the same bits as the GEMM.
+// per k) are its vectors, read in place, and each position's input is one broadcast: position r of a tile reads
+// src[off[k] + at + r * SW], so nothing is packed. The source is the input itself when there is no padding, else a
+// zero-padded copy of it (column strides 1 and 2), or phase planes (other column strides: SW = 1 in the planes).
+// Tiles run along one output row (or, for a 1x1 stride-1 unpadded convolution, along the flat plane), then
+// transpose in registers to store 32 channels x kCR positions into Y. Each output starts at its bias and adds its
+// products (padding taps as +0.0f products, as the fill) in the same k order with one FMA each, over all of K in one
+// chain: the same bits as the GEMM.
 constexpr int kCR = 12;  // positions per tile
 
-// One tile: positions [0, mr) at a + off[k] + r, channels [0, noc) of the panel b (K x 32, k-major).
-template <int MR>
+// One tile: positions [0, MR) at a + off[k] + r * SW, channels [0, noc) of the panel b (K x 32, k-major).
+template <int MR, int SW>
 void channel_tile(int64_t K, const float* a, const int64_t* off, const float* b, const float* bias, int noc,
                   const kernels::Activation& act, float* y, int64_t ohw) {
   __m512 c[MR][2];
@@ -460,7 +462,7 @@ void channel_tile(int64_t K, const float* a, const int64_t* off, const float* b,
     const __m512 w0 = _mm512_load_ps(b), w1 = _mm512_load_ps(b + 16);
     DTORCH_AVX512_UNROLL
     for (int r = 0; r < MR; ++r) {
-      const __m512 x = _mm512_set1_ps(ak[r]);
+      const __m512 x = _mm512_set1_ps(ak[r * SW]);
       c[r][0] = _mm512_fmadd_ps(x, w0, c[r][0]);
       c[r][1] = _mm512_fmadd_ps(x, w1, c[r][1]);
     }
@@ -483,30 +485,21 @@ void channel_tile(int64_t K, const float* a, const int64_t* off, const float* b,
   }
 }
 
-void channel_tile_any(int mr, int64_t K, const float* a, const int64_t* off, const float* b, const float* bias,
-                      int noc, const kernels::Activation& act, float* y, int64_t ohw) {
-  switch (mr) {
-#define DTORCH_CHANNEL_TILE_CASE(R) \
-  case R: channel_tile<R>(K, a, off, b, bias, noc, act, y, ohw); break;
-    DTORCH_CHANNEL_TILE_CASE(12)
-    DTORCH_CHANNEL_TILE_CASE(11)
-    DTORCH_CHANNEL_TILE_CASE(10)
-    DTORCH_CHANNEL_TILE_CASE(9)
-    DTORCH_CHANNEL_TILE_CASE(8)
-    DTORCH_CHANNEL_TILE_CASE(7)
-    DTORCH_CHANNEL_TILE_CASE(6)
-    DTORCH_CHANNEL_TILE_CASE(5)
-    DTORCH_CHANNEL_TILE_CASE(4)
-    DTORCH_CHANNEL_TILE_CASE(3)
-    DTORCH_CHANNEL_TILE_CASE(2)
-    default: channel_tile<1>(K, a, off, b, bias, noc, act, y, ohw); break;
-#undef DTORCH_CHANNEL_TILE_CASE
-  }
-}
-static_assert(kCR == 12, "channel_tile_any dispatches 1..12 positions");
+using ChannelTileFn = void (*)(int64_t, const float*, const int64_t*, const float*, const float*, int,
+                               const kernels::Activation&, float*, int64_t);
 
-// Tiles of one output row (or, pointwise, of the flat plane): `len` positions in ceil(len / kCR) tiles of nearly
-// equal size (a 14-wide row runs 7 + 7, not 12 + 2).
+template <int SW>
+ChannelTileFn channel_tile_for(int mr) {
+  static constexpr ChannelTileFn kTiles[kCR] = {
+      channel_tile<1, SW>, channel_tile<2, SW>, channel_tile<3, SW>, channel_tile<4, SW>,
+      channel_tile<5, SW>, channel_tile<6, SW>, channel_tile<7, SW>, channel_tile<8, SW>,
+      channel_tile<9, SW>, channel_tile<10, SW>, channel_tile<11, SW>, channel_tile<12, SW>};
+  return kTiles[mr - 1];
+}
+static_assert(kCR == 12, "channel_tile_for lists 1..12 positions");
+
+// Tiles of one output row (or of the flat plane): `len` positions in ceil(len / kCR) tiles of nearly equal size
+// (a 14-wide row runs 7 + 7, not 12 + 2).
 struct RowTiles {
   int64_t len, n;
   explicit RowTiles(int64_t len_) : len(len_), n(kernels::ceil_div(len_, kCR)) {}
@@ -516,28 +509,96 @@ struct RowTiles {
 // Whether a convolution runs channel-major: at least one full panel of output channels (fewer waste its lanes), and
 // a K long enough that a tile's transposition and its 32 short row stores are a small part of it. Measured on this
 // set's Zen 4 against the GEMM above (same bits): 3 x 3 convolutions with 64-512 channels 0.91-0.95x, stride 2
-// 0.92-0.97x, 1x1 projections with K = 320-576 0.86-0.98x; K = 32-160 (stems, 1x1 expansions) 1.0-1.6x.
+// 0.92-0.97x, 1x1 projections with K = 320-576 0.86-0.98x; K = 32-160 (stems, 1x1 expansions, 1x1 stride-2
+// shortcuts read in place) 1.0-1.6x.
 bool channel_major(const Geo& g) { return g.og >= k5::kNR && g.cg * g.kh * g.kw >= 192; }
 
-// One image and group, channel-major: the planes (not for a 1x1 stride-1 unpadded convolution), then the tiles:
-// units (panel of 32 channels, output row or flat chunk), panel-major so a panel of weights is reused from cache.
+// Where a channel-major convolution's broadcasts read: the input in place (no padding), a zero-padded copy
+// (column stride 1 or 2: at stride 2 a plain row copy is 5-7% faster over the whole convolution than the phase
+// planes' de-interleaving), or the phase planes (other column strides).
+struct ChannelSource {
+  enum Kind { kInPlace, kPadded, kPlanes } kind;
+  int64_t hp, wp;   // rows and columns of a source channel (kPlanes: DirectPlan's)
+  int64_t sh, sw;   // source rows and columns from one output position to the next
+  explicit ChannelSource(const Geo& g) {
+    const bool padded = g.pt != 0 || g.pb != 0 || g.pl != 0 || g.pr != 0;
+    kind = g.sw > 2 ? kPlanes : padded ? kPadded : kInPlace;
+    if (kind == kPlanes) {
+      const DirectPlan d(g);
+      hp = d.hp;
+      wp = d.wp;
+      sh = sw = 1;
+    } else if (kind == kPadded) {  // the rows and columns the taps reach
+      hp = (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1;
+      wp = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
+      sh = g.sh;
+      sw = g.sw;
+    } else {
+      hp = g.h;
+      wp = g.w;
+      sh = g.sh;
+      sw = g.sw;
+    }
+  }
+  // A tile may run across output rows (the flat plane) when consecutive positions are consecutive floats.
+  bool flat(const Geo& g) const { return kind == kInPlace && g.pointwise; }
+  // Scratch floats: the row offsets, then the copy.
+  int64_t floats(const Geo& g) const {
+    const DirectPlan d(g);
+    return d.off_floats(g) + (kind == kPlanes ? g.cg * d.chan : kind == kPadded ? g.cg * hp * wp : 0);
+  }
+};
+
+// The zero-padded copy of one image and group: channel c, row r, column u hold x[c][r - pt][u - pl] (0 outside).
+void copy_padded(ThreadPool* pool, const Geo& g, const ChannelSource& cs, const float* x, float* xp) {
+  kernels::parallel_chunks(pool, g.cg * cs.hp, 16, [&](int64_t rb, int64_t re) {
+    for (int64_t cr = rb; cr < re; ++cr) {
+      const int64_t c = cr / cs.hp, ih = cr % cs.hp - g.pt;
+      float* dst = xp + cr * cs.wp;
+      int64_t u0 = 0, u1 = 0;  // columns [u0, u1) read the input row
+      if (ih >= 0 && ih < g.h) {
+        u0 = g.pl < cs.wp ? g.pl : cs.wp;
+        u1 = g.pl + g.w < cs.wp ? g.pl + g.w : cs.wp;
+        if (u1 < u0) u1 = u0;
+      }
+      for (int64_t u = 0; u < u0; ++u) dst[u] = 0.0f;
+      if (u1 > u0) {
+        const float* src = x + (c * g.h + ih) * g.w + (u0 - g.pl);  // input column u0 - pl
+        int64_t u = u0;
+        for (; u + 16 <= u1; u += 16, src += 16) _mm512_storeu_ps(dst + u, _mm512_loadu_ps(src));
+        const __mmask16 m = k5::mask16(static_cast<int>(u1 - u));
+        _mm512_mask_storeu_ps(dst + u, m, _mm512_maskz_loadu_ps(m, src));
+      }
+      for (int64_t u = u1; u < cs.wp; ++u) dst[u] = 0.0f;
+    }
+  });
+}
+
+// One image and group, channel-major: the source, its row offsets, then the tiles: units (panel of 32 channels,
+// output row or flat chunk), panel-major so a panel of weights is reused from cache.
 void channel_gemm(ThreadPool* pool, const Geo& g, const float* wg, const float* xg, const float* bias,
                   const kernels::Activation& act, float* yg, float* work) {
   const int64_t K = g.cg * g.kh * g.kw, ohw = g.oh * g.ow;
+  const ChannelSource cs(g);
+  const DirectPlan d(g);
   int64_t* off = reinterpret_cast<int64_t*>(work);
-  const float* xa = xg;
-  int64_t wp = 0;
-  const bool flat = g.pointwise;
-  if (flat) {
-    for (int64_t k = 0; k < K; ++k) off[k] = k * ohw;
-  } else {
-    const DirectPlan d(g);
+  const float* src = xg;
+  if (cs.kind == ChannelSource::kPlanes) {
     float* xp = work + d.off_floats(g);
     copy_phases(pool, g, d, xg, xp);
     plane_offsets(g, d, off);
-    xa = xp;
-    wp = d.wp;
+    src = xp;
+  } else {
+    if (cs.kind == ChannelSource::kPadded) {
+      float* xp = work + d.off_floats(g);
+      copy_padded(pool, g, cs, xg, xp);
+      src = xp;
+    }
+    for (int64_t c = 0; c < g.cg; ++c)
+      for (int64_t i = 0; i < g.kh; ++i)
+        for (int64_t j = 0; j < g.kw; ++j) off[(c * g.kh + i) * g.kw + j] = (c * cs.hp + i * g.dh) * cs.wp + j * g.dw;
   }
+  const bool flat = cs.flat(g);
   const RowTiles rt(flat ? ohw : g.ow);
   const int64_t rows = flat ? 1 : g.oh, per_panel = rows * rt.n, panels = kernels::ceil_div(g.og, k5::kNR);
   kernels::parallel_chunks(pool, panels * per_panel, 1, [&](int64_t ub, int64_t ue) {
@@ -545,10 +606,11 @@ void channel_gemm(ThreadPool* pool, const Geo& g, const float* wg, const float* 
       const int64_t a = u / per_panel, oh = (u % per_panel) / rt.n, t = u % rt.n;
       const int64_t p0 = rt.begin(t), mr = rt.begin(t + 1) - p0;
       const int noc = static_cast<int>(g.og - a * k5::kNR < k5::kNR ? g.og - a * k5::kNR : k5::kNR);
-      const float* at = flat ? xa + p0 : xa + oh * wp + p0;
+      const float* at = flat ? src + p0 : src + oh * cs.sh * cs.wp + p0 * cs.sw;
       const float* ba = bias == nullptr ? nullptr : bias + a * k5::kNR;
-      channel_tile_any(static_cast<int>(mr), K, at, off, wg + a * k5::kNR * K, ba, noc, act,
-                       yg + a * k5::kNR * ohw + oh * g.ow + p0, ohw);
+      const ChannelTileFn tile = cs.sw == 2 ? channel_tile_for<2>(static_cast<int>(mr))
+                                            : channel_tile_for<1>(static_cast<int>(mr));
+      tile(K, at, off, wg + a * k5::kNR * K, ba, noc, act, yg + a * k5::kNR * ohw + oh * g.ow + p0, ohw);
     }
   });
 }
@@ -682,8 +744,7 @@ void run_depthwise(ThreadPool* pool, const Geo& g, const float* x, const float* 
 struct Avx512 {
   static constexpr int64_t kPanel = kWP;
   static size_t work_floats(const Geo& g) {  // the transposed product's buffers
-    if (channel_major(g))  // the row offsets (and the planes)
-      return static_cast<size_t>(g.pointwise ? DirectPlan(g).off_floats(g) : DirectPlan(g).floats(g));
+    if (channel_major(g)) return static_cast<size_t>(ChannelSource(g).floats(g));
     if (transposed(g)) return static_cast<size_t>(cols_t_floats(g) + g.oh * g.ow * g.og);
     return direct(g) ? static_cast<size_t>(DirectPlan(g).floats(g)) : 0;
   }

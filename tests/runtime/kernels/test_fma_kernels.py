@@ -11,9 +11,9 @@ rows), both sets' transposed product for small maps (output channels across the 
 direct B rows read from a padded copy of the input (small K: stems), the avx512 set's B blocks copied from phase
 planes of the padded input (3x3 and larger kernels with few output channels: stems, 32-128 channel layers; output
 rows packed out of padded flat positions, partial sums between K blocks expanded back), the avx512 set's
-channel-major tiles (output channels across the vectors, positions broadcast from the planes or the input, for
-K >= 192 and at least 32 output channels: partial channel panels, rows cut into tiles of 1-12 positions, flat
-pointwise tiles across rows), grouped convolutions and the depthwise kernels (stride 1 and 2 interior loads, border gathers, widths below one vector).
+channel-major tiles (output channels across the vectors, positions broadcast from the input in place, a padded
+copy or phase planes, for K >= 192 and at least 32 output channels: partial channel panels, rows cut into tiles
+of 1-12 positions, flat pointwise tiles across rows), grouped convolutions and the depthwise kernels (stride 1 and 2 interior loads, border gathers, widths below one vector).
 
 A set this CPU lacks is skipped with the reason printed: QEMU cannot emulate AVX-512, so on an AVX2-only machine
 the avx512 set's tests run only on machines that have it."""
@@ -125,6 +125,9 @@ CONV = [  # (N, C, H, W, O, kh, kw, stride, padding(t,b,l,r), dilation, groups)
     (1, 200, 5, 27, 35, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),    # channel-major pointwise: flat tiles across rows
     (1, 30, 13, 3, 32, 3, 3, (1, 1), (1, 1, 0, 0), (1, 1), 1),     # channel-major, OW = 1: one-position tiles
     (1, 12, 20, 26, 40, 5, 5, (3, 3), (2, 2, 2, 2), (1, 1), 1),    # channel-major, 5x5 stride 3: 9 phase planes
+    (1, 48, 12, 17, 40, 3, 3, (2, 2), (0, 0, 0, 0), (1, 1), 1),    # channel-major, unpadded stride 2: input read in place
+    (1, 256, 9, 11, 33, 1, 1, (2, 2), (0, 0, 0, 0), (1, 1), 1),    # channel-major 1x1 stride 2 (a shortcut), in place
+    (1, 24, 10, 13, 32, 3, 3, (1, 2), (3, 0, 0, 4), (2, 3), 1),    # channel-major padded copy: dilated, one-sided pads
 ]
 
 
