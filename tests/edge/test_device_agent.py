@@ -495,8 +495,11 @@ def test_a_failing_selftest_exits_1(agent, tmp_path):
 def test_ctrl_c_during_a_flash_is_one_line_and_a_rerun_resumes(agent, models, tmp_path):
     b = bundles_for(agent.url, models, tmp_path)
     with SerialProxy(agent.port, up=Faults(rate=20_000)) as proxy:
+        # Ctrl-C as a terminal delivers it: with SIGINT's default action, which a test suite started as a
+        # background job (SIGINT ignored, inherited by every child) would otherwise pass down.
         p = subprocess.Popen([sys.executable, "-m", "dtorch.edge.cli", "flash", "--board", "host", "--port", proxy.url,
-                              "--quiet", str(b["a"])], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                              "--quiet", str(b["a"])], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                             preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
         time.sleep(2.5)
         p.send_signal(signal.SIGINT)
         _out, err = p.communicate(timeout=30)

@@ -11,8 +11,9 @@
 // planes of the padded input, made once per image (`direct`): no per-panel fill, same bits.
 // Convolutions with a long K (>= 192) and at least 32 output channels (ResNet's 3 x 3 layers, 1x1 projections) run
 // channel-major instead: register tiles of up to 12 positions x 32 output channels, the packed weights read in place as
-// vectors and each position's input broadcast straight from the phase planes (or the input): nothing is packed per
-// panel and no lane is spent on padding; the tile is transposed in registers into Y (`channel_gemm`), same bits.
+// vectors and each position's input broadcast from the input itself, a zero-padded copy or phase planes: nothing is
+// packed per panel and no lane is spent on padding; the tile is transposed in registers into Y (`channel_gemm`),
+// same bits.
 // Small maps (7 x 7, 14 x 14), whose positions fill the tile's 32 columns badly, run the transposed product: output
 // channels across the columns, the columns' transpose packed in 12-position panels, then Y^T transposed in
 // registers into Y; the packed weights serve both orientations and the bits are the same (see `transposed`).
