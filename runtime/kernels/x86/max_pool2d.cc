@@ -2,7 +2,14 @@
 // rule per tap, in the same order: a tap replaces the running maximum when it is greater or NaN, starting from
 // -inf; so ties keep the first tap, e.g. -0 before +0, and a window with NaNs gives its last NaN).
 //
-// Eight output columns of one output row per vector: for each tap (row-major, as portable), the eight inputs come
+// Column strides 1 and 2 run separably (`Separable`): each input row is folded over the window's columns once (from a
+// copy padded with -inf, de-interleaved at stride 2), and each output row folds those row maxima over the window's
+// rows, with plain maxps. Folding rows, then columns, gives the row-major fold's result: the last NaN if the window
+// has one (the last row holding a NaN, its last NaN), else the first tap equal to the maximum (the first row reaching
+// it, its first such tap). maxps(v, best) is that rule when no NaN is present (it returns best on ties, -0 vs +0
+// included), so the row copies watch for NaN and a plane that has one is recomputed by the tap-by-tap path.
+// Tap by tap (other strides, planes whose rows do not fit the separable buffers, and planes with a NaN): eight
+// output columns of one output row per vector: for each tap (row-major, as portable), the eight inputs come
 // from one plain load (column stride 1), two loads keeping the even floats (stride 2), or a masked gather (other
 // strides, and columns that meet the padding or the row's end, whose lanes are left out of the update).
 // Threads split (image, channel) planes only. Planes too wide for 32-bit gather offsets run the portable kernel.
@@ -84,6 +91,111 @@ void plane(const kernels::MaxPoolGeometry& g, const float* xp, float* yp) {
   }
 }
 
+// --- separable: row folds, then column folds ------------------------------------------------------------
+
+// Floats of one plane's separable buffers on the stack (per thread): a padded row and a ring of row maxima (one per
+// input row a window spans). Larger planes run tap by tap.
+constexpr int64_t kSepFloats = 8192;
+constexpr int64_t kSepMaxSpan = 64;
+
+struct Separable {
+  const kernels::MaxPoolGeometry& g;
+  int64_t owr;   // output columns rounded up to whole vectors
+  int64_t pr;    // floats of the padded row (a multiple of 16): column u holds input column u - pw, -inf outside
+  int64_t span;  // input rows a window spans: the ring's rows
+  float* prow;
+  float* ring;   // span rows of owr row maxima; ring row ih % span holds input row have[ih % span]
+  int64_t have[kSepMaxSpan];
+
+  // Whether a plane fits; then carves buf.
+  static bool fits(const kernels::MaxPoolGeometry& g) {
+    if (g.sw != 1 && g.sw != 2) return false;
+    const int64_t owr = (g.ow + 7) / 8 * 8, span = (g.kh - 1) * g.dh + 1;
+    const int64_t pr = (g.sw * (owr + (g.kw - 1) * g.dw / g.sw + 1) + 15) / 16 * 16;
+    return span <= kSepMaxSpan && pr + span * owr <= kSepFloats;
+  }
+  Separable(const kernels::MaxPoolGeometry& g_, float* buf)
+      : g(g_),
+        owr((g_.ow + 7) / 8 * 8),
+        pr((g_.sw * (owr + (g_.kw - 1) * g_.dw / g_.sw + 1) + 15) / 16 * 16),
+        span((g_.kh - 1) * g_.dh + 1),
+        prow(buf),
+        ring(buf + pr) {}
+
+  // The padded copy of input row `row`; returns a mask whose lanes are set where a NaN was copied.
+  __m256 pad_row(const float* row) const {
+    __m256 nan = _mm256_setzero_ps();
+    const int64_t u0 = g.pw < pr ? g.pw : pr, u1 = g.pw + g.w < pr ? g.pw + g.w : pr;  // columns from the input
+    for (int64_t u = 0; u < u0; ++u) prow[u] = -std::numeric_limits<float>::infinity();
+    int64_t u = u0;
+    for (; u + 8 <= u1; u += 8) {
+      const __m256 v = _mm256_loadu_ps(row + (u - g.pw));
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+      _mm256_storeu_ps(prow + u, v);
+    }
+    if (u < u1) {  // the tail (masked-off lanes load 0: no NaN)
+      const __m256i m = kernels::x86::lane_mask(static_cast<int>(u1 - u));
+      const __m256 v = _mm256_maskload_ps(row + (u - g.pw), m);
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(v, v, _CMP_UNORD_Q));
+      _mm256_maskstore_ps(prow + u, m, v);
+      u = u1;
+    }
+    for (; u < pr; ++u) prow[u] = -std::numeric_limits<float>::infinity();
+    return nan;
+  }
+
+  // Ring row `dst` = input row `row` folded over the window's columns; NaNs seen are or-ed into *nan. Vectors whose
+  // taps all lie inside the row read it in place; the others read the padded copy, after the in-place ones: a load
+  // that spans two recent stores waits until they reach the cache, and by then they have.
+  void fold_row(const float* row, float* dst, __m256* nan) const {
+    *nan = _mm256_or_ps(*nan, pad_row(row));
+    const int64_t reach = (g.kw - 1) * g.dw + 8 * g.sw;  // floats a vector's taps read from its first column on
+    for (int pass = 0; pass < 2; ++pass) {
+      for (int64_t q = 0; q < owr; q += 8) {
+        const int64_t first = q * g.sw - g.pw;  // input column of lane 0's tap 0
+        const bool inside = first >= 0 && first + reach <= g.w;
+        if (inside != (pass == 0)) continue;
+        const float* p = inside ? row + first : prow + q * g.sw;
+        __m256 best = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+        for (int64_t j = 0; j < g.kw; ++j)
+          best = _mm256_max_ps(g.sw == 1 ? _mm256_loadu_ps(p + j * g.dw) : even_floats(p + j * g.dw), best);
+        _mm256_storeu_ps(dst + q, best);
+      }
+    }
+  }
+
+  // The plane; false when it holds a NaN (its output is then incomplete).
+  bool plane(const float* xp, float* yp) {
+    for (int64_t s = 0; s < span; ++s) have[s] = -1;
+    __m256 nan = _mm256_setzero_ps();
+    const __m256i tail = kernels::x86::lane_mask(static_cast<int>(g.ow - (owr - 8)));
+    const float* rows[kSepMaxSpan];
+    for (int64_t oh = 0; oh < g.oh; ++oh) {
+      int nr = 0;
+      for (int64_t i = 0; i < g.kh; ++i) {
+        const int64_t ih = oh * g.sh - g.ph + i * g.dh;
+        if (ih < 0 || ih >= g.h) continue;  // padding rows: -inf, never taken
+        float* r = ring + (ih % span) * owr;
+        if (have[ih % span] != ih) {
+          fold_row(xp + ih * g.w, r, &nan);
+          have[ih % span] = ih;
+        }
+        rows[nr++] = r;
+      }
+      float* y = yp + oh * g.ow;
+      for (int64_t q = 0; q < owr; q += 8) {
+        __m256 best = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+        for (int k = 0; k < nr; ++k) best = _mm256_max_ps(_mm256_loadu_ps(rows[k] + q), best);
+        if (q + 8 <= g.ow)
+          _mm256_storeu_ps(y + q, best);
+        else
+          _mm256_maskstore_ps(y + q, tail, best);
+      }
+    }
+    return _mm256_movemask_ps(nan) == 0;
+  }
+};
+
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
   const KernelDef* p = kernels::portable_kernel<kOp>();
   if (p == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
@@ -100,8 +212,14 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   if (reach > INT32_MAX / 2 || g.w > INT32_MAX / 2) return p->run(ctx, in, n_in, out, n_out);
   const float* x = in[0].as<const float>();
   float* y = out[0].as<float>();
+  const bool separable = Separable::fits(g);
   kernels::parallel_chunks(ctx.pool, g.n * g.c, 1, [&](int64_t p0, int64_t p1) {
-    for (int64_t q = p0; q < p1; ++q) plane(g, x + q * g.h * g.w, y + q * g.oh * g.ow);
+    alignas(32) float buf[kSepFloats];
+    for (int64_t q = p0; q < p1; ++q) {
+      const float* xq = x + q * g.h * g.w;
+      float* yq = y + q * g.oh * g.ow;
+      if (!separable || !Separable(g, buf).plane(xq, yq)) plane(g, xq, yq);
+    }
   });
   return Status::Ok();
 }

@@ -148,6 +148,7 @@ POOL = [
     (3, 1, 11, 5, (5, 3), (2, 1), (2, 1), (1, 2), 0),
     (1, 1, 1, 1, (1, 1), (1, 1), (0, 0), (1, 1), 0),
     (1, 2, 6, 40, (2, 4), (1, 4), (1, 2), (1, 1), 1),
+    (1, 1, 4, 9000, (3, 3), (1, 1), (1, 1), (1, 1), 0),    # rows too wide for the separable buffers: tap by tap
 ]
 
 
@@ -176,6 +177,23 @@ def test_max_pool2d_x86_keeps_portable_ties_and_nans():
                   dict(kernel=[3, 3], stride=[3, 3], padding=[0, 1], dilation=[1, 1], ceil_mode=0)):
         one, ref = _both("max_pool2d", attrs, [x])
         assert one.tobytes() == ref.tobytes()
+
+
+@pytest.mark.parametrize("stride", [1, 2])
+def test_max_pool2d_x86_separable_keeps_ties_without_nans(stride):
+    """Planes without a NaN run the separable path (row folds, then column folds, plain maxps): ties still keep the
+    row-major first tap (-0 before +0 and the reverse, across rows and columns) and all -inf windows stay -inf. A NaN in
+    one plane sends that plane alone back to the tap-by-tap path."""
+    rng = np.random.default_rng(stride)
+    x = np.where(rng.random((2, 4, 15, 37)) < 0.5, np.float32(-0.0), np.float32(0.0)).astype(np.float32)
+    x[0, 1] = -np.inf
+    x[1, 2] = rng.standard_normal((15, 37)).astype(np.float32).round(0)  # many ties of equal values
+    x[1, 3, 7, 11] = np.nan
+    for k, p, d, ceil in (((3, 3), (1, 1), (1, 1), 0), ((2, 3), (1, 1), (1, 2), 1), ((4, 2), (2, 1), (1, 1), 1)):
+        attrs = dict(kernel=list(k), stride=[stride, stride], padding=list(p), dilation=list(d), ceil_mode=ceil)
+        one, ref = _both("max_pool2d", attrs, [x])
+        assert one.tobytes() == ref.tobytes()
+        assert np.isnan(one[1, 3]).any() and not np.isnan(one[:, :3]).any()
 
 
 def test_max_pool2d_x86_errors_are_portables():
