@@ -386,7 +386,7 @@ int64_t cols_t_floats(const Geo& g) {
 
 // r[i] = row i of a 16 x 16 block; after: r[i] = its column i. (The all-lanes mask forms: GCC 12's plain forms
 // expand _mm512_undefined_ps, which trips -Wmaybe-uninitialized under -Werror.)
-inline void transpose16(__m512 (&r)[16]) {
+DTORCH_AVX512_INLINE void transpose16(__m512 (&r)[16]) {
   constexpr __mmask16 kAll = 0xFFFF;
   __m512 t[16];
   for (int i = 0; i < 8; ++i) {
