@@ -214,19 +214,39 @@ constexpr int64_t kWP = k5::kNR;
 // q = oh * wp + ow, B[k][q] = xp[off[k] + q], so a B block's row is 32 consecutive floats of the planes (a plain
 // copy, PlaneRows). Positions with q % wp >= OW are padding: computed and never stored (the tile compresses its
 // lanes into the output row, Cols). Products, their order and the +0.0f padding are the fill's: the same bits.
+//
+// PlaneLayout says how a source of the taps is laid out: per channel, sh x sw phase planes of hp rows x wp columns,
+// plane (a, b) holding padded rows a, a + sh, ... and columns b, b + sw, ... (padded row 0 is input row -pt, padded
+// column 0 input column -pl). The GEMM's phase planes are (sh, sw) = the convolution's strides; the channel-major
+// tiles also read a zero-padded copy, (1, 1, hp, wp), or the input itself, (1, 1, H, W) with no padding.
+struct PlaneLayout {
+  int64_t sh, sw;  // phases
+  int64_t hp, wp;  // rows and columns of one phase plane
+  int64_t chan() const { return sh * sw * hp * wp; }  // floats per channel
+};
+
+// off[k] for kernel row k = (c, i, j): where tap (i, j) of channel c reads for output position (0, 0) in layout l.
+void plane_offsets(const Geo& g, const PlaneLayout& l, int64_t* off) {
+  for (int64_t c = 0; c < g.cg; ++c)
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const int64_t a = i * g.dh % l.sh, b = j * g.dw % l.sw;
+        off[(c * g.kh + i) * g.kw + j] =
+            c * l.chan() + (a * l.sw + b) * l.hp * l.wp + (i * g.dh / l.sh) * l.wp + j * g.dw / l.sw;
+      }
+}
+
+// Scratch of a source copy: the row offsets (K int64), then the copy.
+int64_t off_floats(const Geo& g) { return kernels::ceil_div(2 * g.cg * g.kh * g.kw, 16) * 16; }
+
 struct DirectPlan {
-  int64_t hp, wp;  // rows and columns of a phase plane
-  int64_t chan;    // floats per channel: sh * sw planes
-  int64_t q;       // flat output positions: (OH - 1) * wp + OW
+  PlaneLayout l;  // the phase planes
+  int64_t q;      // flat output positions: (OH - 1) * wp + OW
 
   explicit DirectPlan(const Geo& g)
-      : hp(g.oh + (g.kh - 1) * g.dh / g.sh),
-        wp(g.ow + (g.kw - 1) * g.dw / g.sw),
-        chan(g.sh * g.sw * hp * wp),
-        q((g.oh - 1) * wp + g.ow) {}
-  // Scratch: the row offsets (K int64), then the planes.
-  int64_t off_floats(const Geo& g) const { return kernels::ceil_div(2 * g.cg * g.kh * g.kw, 16) * 16; }
-  int64_t floats(const Geo& g) const { return off_floats(g) + g.cg * chan; }
+      : l{g.sh, g.sw, g.oh + (g.kh - 1) * g.dh / g.sh, g.ow + (g.kw - 1) * g.dw / g.sw},
+        q((g.oh - 1) * l.wp + g.ow) {}
+  int64_t floats(const Geo& g) const { return off_floats(g) + g.cg * l.chan(); }
 };
 
 // Whether the planes pay: they save the fill's work per panel and K block, which every output channel's tiles
@@ -241,22 +261,23 @@ bool direct(const Geo& g) {
   return lanes * g.og <= normal * (g.og + 6);
 }
 
-// One padded row of plane column-phase b: dst[u] = x[u * sw + b - pl] (x: the input row), 0 outside [0, w).
-void copy_phase_row(const Geo& g, const float* x, int64_t b, int64_t wp, float* dst) {
+// One padded row of column phase b of layout l: dst[u] = x[u * l.sw + b - pl] (x: the input row), 0 outside [0, w).
+void copy_phase_row(const Geo& g, const PlaneLayout& l, const float* x, int64_t b, float* dst) {
+  const int64_t sw = l.sw, wp = l.wp;
   const int64_t lo = g.pl - b;  // u * sw >= lo and u * sw < lo + w
-  int64_t u0 = lo <= 0 ? 0 : kernels::ceil_div(lo, g.sw);
-  int64_t u1 = lo + g.w <= 0 ? 0 : kernels::ceil_div(lo + g.w, g.sw);
+  int64_t u0 = lo <= 0 ? 0 : kernels::ceil_div(lo, sw);
+  int64_t u1 = lo + g.w <= 0 ? 0 : kernels::ceil_div(lo + g.w, sw);
   u0 = u0 < wp ? u0 : wp;
   u1 = u1 < wp ? (u1 < u0 ? u0 : u1) : wp;
   for (int64_t u = 0; u < u0; ++u) dst[u] = 0.0f;
   for (int64_t u = u1; u < wp; ++u) dst[u] = 0.0f;
-  const float* s = x + u0 * g.sw + b - g.pl;
+  const float* s = x + u0 * sw + b - g.pl;
   int64_t u = u0;
-  if (g.sw == 1) {
+  if (sw == 1) {
     for (; u + 16 <= u1; u += 16, s += 16) _mm512_storeu_ps(dst + u, _mm512_loadu_ps(s));
     const __mmask16 m = k5::mask16(static_cast<int>(u1 - u));
     _mm512_mask_storeu_ps(dst + u, m, _mm512_maskz_loadu_ps(m, s));
-  } else if (g.sw == 2) {
+  } else if (sw == 2) {
     const __m512i even = kernels::even_lanes();
     for (; u < u1; u += 16, s += 32) {
       const int n = static_cast<int>(u1 - u < 16 ? u1 - u : 16), span = 2 * n - 1;  // floats lane n - 1 reaches
@@ -265,30 +286,31 @@ void copy_phase_row(const Geo& g, const float* x, int64_t b, int64_t wp, float* 
       _mm512_mask_storeu_ps(dst + u, k5::mask16(n), _mm512_permutex2var_ps(lo_v, even, hi_v));
     }
   } else {
-    for (; u < u1; ++u, s += g.sw) dst[u] = *s;
+    for (; u < u1; ++u, s += sw) dst[u] = *s;
   }
 }
 
-// The phase planes of one image and group; planes no tap reads are left unwritten.
-void copy_phases(ThreadPool* pool, const Geo& g, const DirectPlan& d, const float* x, float* xp) {
+// One image and group's input in layout l (the phase planes, or with l.sh = l.sw = 1 a zero-padded copy); planes no
+// tap reads are left unwritten.
+void copy_phases(ThreadPool* pool, const Geo& g, const PlaneLayout& l, const float* x, float* xp) {
   auto read = [](int64_t phase, int64_t taps, int64_t dil, int64_t stride) {
     for (int64_t t = 0; t < taps; ++t)
       if (t * dil % stride == phase) return true;
     return false;
   };
-  const int64_t rows = g.cg * g.sh * d.hp;  // (channel, row phase, plane row)
+  const int64_t rows = g.cg * l.sh * l.hp;  // (channel, row phase, plane row)
   kernels::parallel_chunks(pool, rows, 16, [&](int64_t rb, int64_t re) {
     for (int64_t cr = rb; cr < re; ++cr) {
-      const int64_t c = cr / (g.sh * d.hp), a = (cr / d.hp) % g.sh, r = cr % d.hp;
-      if (!read(a, g.kh, g.dh, g.sh)) continue;
-      const int64_t ih = r * g.sh + a - g.pt;
-      for (int64_t b = 0; b < g.sw; ++b) {
-        if (!read(b, g.kw, g.dw, g.sw)) continue;
-        float* dst = xp + c * d.chan + (a * g.sw + b) * d.hp * d.wp + r * d.wp;
+      const int64_t c = cr / (l.sh * l.hp), a = (cr / l.hp) % l.sh, r = cr % l.hp;
+      if (!read(a, g.kh, g.dh, l.sh)) continue;
+      const int64_t ih = r * l.sh + a - g.pt;
+      for (int64_t b = 0; b < l.sw; ++b) {
+        if (!read(b, g.kw, g.dw, l.sw)) continue;
+        float* dst = xp + c * l.chan() + (a * l.sw + b) * l.hp * l.wp + r * l.wp;
         if (ih < 0 || ih >= g.h) {
-          for (int64_t u = 0; u < d.wp; ++u) dst[u] = 0.0f;
+          for (int64_t u = 0; u < l.wp; ++u) dst[u] = 0.0f;
         } else {
-          copy_phase_row(g, x + (c * g.h + ih) * g.w, b, d.wp, dst);
+          copy_phase_row(g, l, x + (c * g.h + ih) * g.w, b, dst);
         }
       }
     }
@@ -314,7 +336,7 @@ struct PlaneRows {
 // from the first one's output position on.
 k5::Cols direct_cols(const Geo& g, const DirectPlan& d, int64_t j0, int nr) {
   k5::Cols c;
-  int64_t oh = j0 / d.wp, ow = j0 % d.wp;
+  int64_t oh = j0 / d.l.wp, ow = j0 % d.l.wp;
   for (int v = 0; v < 2; ++v) {
     uint32_t m = 0;
     int64_t at = 0;
@@ -323,7 +345,7 @@ k5::Cols direct_cols(const Geo& g, const DirectPlan& d, int64_t j0, int nr) {
         if (m == 0) at = oh * g.ow + ow;
         m |= 1u << l;
       }
-      if (++ow == d.wp) {
+      if (++ow == d.l.wp) {
         ow = 0;
         ++oh;
       }
@@ -336,25 +358,14 @@ k5::Cols direct_cols(const Geo& g, const DirectPlan& d, int64_t j0, int nr) {
   return c;
 }
 
-// off[k] for kernel row k = (c, i, j): where tap (i, j) of channel c reads for output position (0, 0) in the planes.
-void plane_offsets(const Geo& g, const DirectPlan& d, int64_t* off) {
-  for (int64_t c = 0; c < g.cg; ++c)
-    for (int64_t i = 0; i < g.kh; ++i)
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t a = i * g.dh % g.sh, b = j * g.dw % g.sw;
-        off[(c * g.kh + i) * g.kw + j] =
-            c * d.chan + (a * g.sw + b) * d.hp * d.wp + (i * g.dh / g.sh) * d.wp + j * g.dw / g.sw;
-      }
-}
-
 // One image and group: the planes, then Y = W . B with B's blocks copied from them.
 void direct_gemm(ThreadPool* pool, const Geo& g, const float* wg, const float* xg, const kernels::Epilogue& ep,
                  float* yg, float* work) {
   const DirectPlan d(g);
   int64_t* off = reinterpret_cast<int64_t*>(work);
-  float* xp = work + d.off_floats(g);
-  copy_phases(pool, g, d, xg, xp);
-  plane_offsets(g, d, off);
+  float* xp = work + off_floats(g);
+  copy_phases(pool, g, d.l, xg, xp);
+  plane_offsets(g, d.l, off);
   k5::gemm(pool, g.og, d.q, g.cg * g.kh * g.kw, wg, kWP, PlaneRows{xp, off},
            [&](int64_t j0, int nr) { return direct_cols(g, d, j0, nr); }, yg, g.oh * g.ow, ep);
 }
@@ -519,61 +530,24 @@ bool channel_major(const Geo& g) { return g.og >= k5::kNR && g.cg * g.kh * g.kw 
 // planes' de-interleaving), or the phase planes (other column strides).
 struct ChannelSource {
   enum Kind { kInPlace, kPadded, kPlanes } kind;
-  int64_t hp, wp;   // rows and columns of a source channel (kPlanes: DirectPlan's)
-  int64_t sh, sw;   // source rows and columns from one output position to the next
-  explicit ChannelSource(const Geo& g) {
+  PlaneLayout l;    // the source's layout (kInPlace: the input's)
+  int64_t sh, sw;   // source rows and columns (within a plane) from one output position to the next
+  explicit ChannelSource(const Geo& g) : l{1, 1, g.h, g.w}, sh(g.sh), sw(g.sw) {
     const bool padded = g.pt != 0 || g.pb != 0 || g.pl != 0 || g.pr != 0;
     kind = g.sw > 2 ? kPlanes : padded ? kPadded : kInPlace;
     if (kind == kPlanes) {
-      const DirectPlan d(g);
-      hp = d.hp;
-      wp = d.wp;
+      l = DirectPlan(g).l;
       sh = sw = 1;
     } else if (kind == kPadded) {  // the rows and columns the taps reach
-      hp = (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1;
-      wp = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
-      sh = g.sh;
-      sw = g.sw;
-    } else {
-      hp = g.h;
-      wp = g.w;
-      sh = g.sh;
-      sw = g.sw;
+      l.hp = (g.oh - 1) * g.sh + (g.kh - 1) * g.dh + 1;
+      l.wp = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
     }
   }
   // A tile may run across output rows (the flat plane) when consecutive positions are consecutive floats.
   bool flat(const Geo& g) const { return kind == kInPlace && g.pointwise; }
   // Scratch floats: the row offsets, then the copy.
-  int64_t floats(const Geo& g) const {
-    const DirectPlan d(g);
-    return d.off_floats(g) + (kind == kPlanes ? g.cg * d.chan : kind == kPadded ? g.cg * hp * wp : 0);
-  }
+  int64_t floats(const Geo& g) const { return off_floats(g) + (kind == kInPlace ? 0 : g.cg * l.chan()); }
 };
-
-// The zero-padded copy of one image and group: channel c, row r, column u hold x[c][r - pt][u - pl] (0 outside).
-void copy_padded(ThreadPool* pool, const Geo& g, const ChannelSource& cs, const float* x, float* xp) {
-  kernels::parallel_chunks(pool, g.cg * cs.hp, 16, [&](int64_t rb, int64_t re) {
-    for (int64_t cr = rb; cr < re; ++cr) {
-      const int64_t c = cr / cs.hp, ih = cr % cs.hp - g.pt;
-      float* dst = xp + cr * cs.wp;
-      int64_t u0 = 0, u1 = 0;  // columns [u0, u1) read the input row
-      if (ih >= 0 && ih < g.h) {
-        u0 = g.pl < cs.wp ? g.pl : cs.wp;
-        u1 = g.pl + g.w < cs.wp ? g.pl + g.w : cs.wp;
-        if (u1 < u0) u1 = u0;
-      }
-      for (int64_t u = 0; u < u0; ++u) dst[u] = 0.0f;
-      if (u1 > u0) {
-        const float* src = x + (c * g.h + ih) * g.w + (u0 - g.pl);  // input column u0 - pl
-        int64_t u = u0;
-        for (; u + 16 <= u1; u += 16, src += 16) _mm512_storeu_ps(dst + u, _mm512_loadu_ps(src));
-        const __mmask16 m = k5::mask16(static_cast<int>(u1 - u));
-        _mm512_mask_storeu_ps(dst + u, m, _mm512_maskz_loadu_ps(m, src));
-      }
-      for (int64_t u = u1; u < cs.wp; ++u) dst[u] = 0.0f;
-    }
-  });
-}
 
 // One image and group, channel-major: the source, its row offsets, then the tiles: units (panel of 32 channels,
 // output row or flat chunk), panel-major so a panel of weights is reused from cache.
@@ -581,24 +555,14 @@ void channel_gemm(ThreadPool* pool, const Geo& g, const float* wg, const float* 
                   const kernels::Activation& act, float* yg, float* work) {
   const int64_t K = g.cg * g.kh * g.kw, ohw = g.oh * g.ow;
   const ChannelSource cs(g);
-  const DirectPlan d(g);
   int64_t* off = reinterpret_cast<int64_t*>(work);
   const float* src = xg;
-  if (cs.kind == ChannelSource::kPlanes) {
-    float* xp = work + d.off_floats(g);
-    copy_phases(pool, g, d, xg, xp);
-    plane_offsets(g, d, off);
+  if (cs.kind != ChannelSource::kInPlace) {
+    float* xp = work + off_floats(g);
+    copy_phases(pool, g, cs.l, xg, xp);
     src = xp;
-  } else {
-    if (cs.kind == ChannelSource::kPadded) {
-      float* xp = work + d.off_floats(g);
-      copy_padded(pool, g, cs, xg, xp);
-      src = xp;
-    }
-    for (int64_t c = 0; c < g.cg; ++c)
-      for (int64_t i = 0; i < g.kh; ++i)
-        for (int64_t j = 0; j < g.kw; ++j) off[(c * g.kh + i) * g.kw + j] = (c * cs.hp + i * g.dh) * cs.wp + j * g.dw;
   }
+  plane_offsets(g, cs.l, off);
   const bool flat = cs.flat(g);
   const RowTiles rt(flat ? ohw : g.ow);
   const int64_t rows = flat ? 1 : g.oh, per_panel = rows * rt.n, panels = kernels::ceil_div(g.og, k5::kNR);
@@ -607,7 +571,7 @@ void channel_gemm(ThreadPool* pool, const Geo& g, const float* wg, const float* 
       const int64_t a = u / per_panel, oh = (u % per_panel) / rt.n, t = u % rt.n;
       const int64_t p0 = rt.begin(t), mr = rt.begin(t + 1) - p0;
       const int noc = static_cast<int>(g.og - a * k5::kNR < k5::kNR ? g.og - a * k5::kNR : k5::kNR);
-      const float* at = flat ? src + p0 : src + oh * cs.sh * cs.wp + p0 * cs.sw;
+      const float* at = flat ? src + p0 : src + oh * cs.sh * cs.l.wp + p0 * cs.sw;
       const float* ba = bias == nullptr ? nullptr : bias + a * k5::kNR;
       const ChannelTileFn tile = cs.sw == 2 ? channel_tile_for<2>(static_cast<int>(mr))
                                             : channel_tile_for<1>(static_cast<int>(mr));
