@@ -182,19 +182,22 @@ struct Im2col {
   }
 };
 
-// 1x1, stride 1, no padding: B[r][q] = x[r][q] (the input plane is the column matrix).
+// 1x1, stride 1, no padding: B[r][q] = x[r][q] (the input plane is the column matrix). A GEMM's whole panels read the
+// input rows in place (no copy: the block's rows are H * W floats apart); the last, partial one is copied, zero past
+// nr, as the transposed product's panels (ld = kMR).
 struct Rows {
   const float* x;
   int64_t hw;             // H * W
   int64_t ld = k5::kNR;   // as Im2col::ld
-  const float* operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
+  k5::BBlock operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
+    if (ld == k5::kNR && nr == k5::kNR) return k5::BBlock{x + k0 * hw + j0, hw};
     const __mmask16 ma = k5::mask16(nr), mb = k5::mask16(nr - 16);
     for (int64_t r = 0; r < kc; ++r) {
       const float* s = x + (k0 + r) * hw + j0;
       store_lanes(dst + r * ld, ld, 0, _mm512_maskz_loadu_ps(ma, s));
       store_lanes(dst + r * ld, ld, 1, _mm512_maskz_loadu_ps(mb, s + 16));
     }
-    return dst;
+    return k5::BBlock{dst, k5::kNR};  // (ld = kMR: the caller reads dst)
   }
 };
 

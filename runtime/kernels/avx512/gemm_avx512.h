@@ -16,6 +16,7 @@
 #include <immintrin.h>
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/avx512/avx512.h"
 #include "kernels/common/activation.h"
@@ -136,15 +137,25 @@ DTORCH_AVX512_INLINE void tile_finish(bool last, int64_t i0, float* C, int64_t l
   }
 }
 
-// One register tile over one K block: start, c[r] += ap[k * P + r] * bp[k * kNR + lane] for k < kc (k ascending,
-// one FMA per k), finish. The accumulators stay in registers (MR x 2 zmm).
-template <int MR>
-void tile(bool first, bool last, int64_t kc, const float* ap, int64_t P, const float* bp, int64_t i0, float* C,
-          int64_t ldc, const Epilogue& ep, const Cols& cols) {
+// A block of B whose rows are ld floats apart (rows already in memory, e.g. a pointwise convolution's input planes:
+// ld = H * W), as a fill may return it instead of a pointer to a block of rows kNR floats apart (its buffer, 64-byte
+// aligned). The two kinds run separate instantiations of the tiles (S: strided), so the buffer's keeps its constant
+// stride and aligned loads.
+struct BBlock {
+  const float* p;
+  int64_t ld;
+};
+
+// One register tile over one K block: start, c[r] += ap[k * P + r] * bp[k * ld + lane] for k < kc (k ascending,
+// one FMA per k; ld = kNR unless S), finish. The accumulators stay in registers (MR x 2 zmm).
+template <int MR, bool S>
+void tile(bool first, bool last, int64_t kc, const float* ap, int64_t P, const float* bp, int64_t ldb, int64_t i0,
+          float* C, int64_t ldc, const Epilogue& ep, const Cols& cols) {
   __m512 c[MR][2];
   tile_start<MR>(first, i0, C, ldc, ep, cols, c);
   for (int64_t k = 0; k < kc; ++k) {
-    const __m512 b0 = _mm512_load_ps(bp), b1 = _mm512_load_ps(bp + 16);
+    const __m512 b0 = S ? _mm512_loadu_ps(bp) : _mm512_load_ps(bp);
+    const __m512 b1 = S ? _mm512_loadu_ps(bp + 16) : _mm512_load_ps(bp + 16);
     DTORCH_AVX512_UNROLL
     for (int r = 0; r < MR; ++r) {
       const __m512 a = _mm512_set1_ps(ap[r]);
@@ -152,16 +163,17 @@ void tile(bool first, bool last, int64_t kc, const float* ap, int64_t P, const f
       c[r][1] = _mm512_fmadd_ps(a, b1, c[r][1]);
     }
     ap += P;
-    bp += kNR;
+    bp += S ? ldb : kNR;
   }
   tile_finish<MR>(last, i0, C, ldc, ep, cols, c);
 }
 
-inline void tile_rows(int mr, bool first, bool last, int64_t kc, const float* ap, int64_t P, const float* bp,
-                      int64_t i0, float* C, int64_t ldc, const Epilogue& ep, const Cols& cols) {
+template <bool S>
+void tile_rows(int mr, bool first, bool last, int64_t kc, const float* ap, int64_t P, const float* bp, int64_t ldb,
+               int64_t i0, float* C, int64_t ldc, const Epilogue& ep, const Cols& cols) {
   switch (mr) {
 #define DTORCH_AVX512_TILE_CASE(R) \
-  case R: tile<R>(first, last, kc, ap, P, bp, i0, C, ldc, ep, cols); break;
+  case R: tile<R, S>(first, last, kc, ap, P, bp, ldb, i0, C, ldc, ep, cols); break;
     DTORCH_AVX512_TILE_CASE(12)
     DTORCH_AVX512_TILE_CASE(11)
     DTORCH_AVX512_TILE_CASE(10)
@@ -173,22 +185,25 @@ inline void tile_rows(int mr, bool first, bool last, int64_t kc, const float* ap
     DTORCH_AVX512_TILE_CASE(4)
     DTORCH_AVX512_TILE_CASE(3)
     DTORCH_AVX512_TILE_CASE(2)
-    default: tile<1>(first, last, kc, ap, P, bp, i0, C, ldc, ep, cols); break;
+    default: tile<1, S>(first, last, kc, ap, P, bp, ldb, i0, C, ldc, ep, cols); break;
 #undef DTORCH_AVX512_TILE_CASE
   }
 }
 static_assert(kMR == 12, "tile_rows dispatches MR = 1..12");
 
 // C (M x N, ldc) = A . B (+ epilogue) with A packed in panels of P rows (pack_a, all of it; P = kMR or kNR) and B
-// given block by block by fill(j0, nr, k0, kc, buf), which returns where B[k0 + r][j0 + q] lies at [r * kNR + q]
-// for r < kc, q < kNR (columns q >= nr are read but not stored): either buf (kKC x kNR floats), which it fills, or a
-// block already in memory. cols_of(j0, nr) says where a tile's columns [j0, j0 + nr) go in each row of C (Cols;
+// given block by block by fill(j0, nr, k0, kc, buf), which returns where B[k0 + r][j0 + q] lies for r < kc,
+// q < kNR (columns q >= nr are read but not stored): a pointer p (at p[r * kNR + q], 64-byte aligned), either buf
+// (kKC x kNR floats), which it fills, or a block already in memory; or a BBlock (at p[r * ld + q]). cols_of(j0, nr) says where a tile's columns [j0, j0 + nr) go in each row of C (Cols;
 // Cols::normal: columns j0 + q). Work units: (column panel, block of row tiles); each panel of P rows of A runs in
 // tiles of kMR rows (32 = 12 + 12 + 8), the last ones cut at M.
 template <typename Fill, typename ColsOf>
 void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, int64_t P, Fill&& fill,
           ColsOf&& cols_of, float* C, int64_t ldc, const Epilogue& ep) {
   if (M <= 0 || N <= 0) return;
+  constexpr bool kStrided =
+      std::is_same_v<std::decay_t<decltype(fill(int64_t{}, int{}, int64_t{}, int64_t{}, static_cast<float*>(nullptr)))>,
+                     BBlock>;
   const int64_t tiles_per_panel = ceil_div(P, kMR);
   const GemmSplit sp(pool == nullptr ? 1 : pool->size(), N, kNR, ceil_div(M, P) * tiles_per_panel, K, kKC);
   const int64_t kblock = sp.kblock;
@@ -204,7 +219,17 @@ void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, in
       int64_t k0 = 0;
       do {
         const int64_t kc = K - k0 < kblock ? K - k0 : kblock;
-        const float* bp = kc > 0 ? fill(j0, nr, k0, kc, static_cast<float*>(bbuf)) : bbuf;
+        const float* bp = bbuf;
+        int64_t ldb = kNR;
+        if (kc > 0) {
+          if constexpr (kStrided) {
+            const BBlock b = fill(j0, nr, k0, kc, static_cast<float*>(bbuf));
+            bp = b.p;
+            ldb = b.ld;
+          } else {
+            bp = fill(j0, nr, k0, kc, static_cast<float*>(bbuf));
+          }
+        }
         const bool first = k0 == 0, last = k0 + kc >= K;
         for (int64_t t = t0; t < t1; ++t) {
           const int64_t a = t / tiles_per_panel, sub = (t % tiles_per_panel) * kMR;
@@ -212,7 +237,7 @@ void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, in
           const int64_t rows = (P - sub < kMR ? P - sub : kMR);
           const int mr = static_cast<int>(M - i0 < rows ? M - i0 : rows);
           if (mr <= 0) continue;
-          tile_rows(mr, first, last, kc, ap + a * P * K + k0 * P + sub, P, bp, i0, C, ldc, ep, cols);
+          tile_rows<kStrided>(mr, first, last, kc, ap + a * P * K + k0 * P + sub, P, bp, ldb, i0, C, ldc, ep, cols);
         }
         k0 += kc;
       } while (k0 < K);

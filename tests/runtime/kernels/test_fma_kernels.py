@@ -128,6 +128,8 @@ CONV = [  # (N, C, H, W, O, kh, kw, stride, padding(t,b,l,r), dilation, groups)
     (1, 48, 12, 17, 40, 3, 3, (2, 2), (0, 0, 0, 0), (1, 1), 1),    # channel-major, unpadded stride 2: input read in place
     (1, 256, 9, 11, 33, 1, 1, (2, 2), (0, 0, 0, 0), (1, 1), 1),    # channel-major 1x1 stride 2 (a shortcut), in place
     (1, 24, 10, 13, 32, 3, 3, (1, 2), (3, 0, 0, 4), (2, 3), 1),    # channel-major padded copy: dilated, one-sided pads
+    (1, 300, 9, 13, 20, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),    # avx512 pointwise GEMM reading B in place: 2 K blocks,
+                                                                   # 3 whole panels (rows 117 floats apart) + a copied one
 ]
 
 
