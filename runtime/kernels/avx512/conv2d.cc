@@ -6,8 +6,8 @@
 // scratch at run time when the weight is not a constant) times the im2col
 // columns, which the GEMM's fill step gathers block by block (32 output positions x up to 256 kernel rows) into a
 // buffer that stays in L1: the columns are never written to memory. Bias and the fused activation are applied in
-// the GEMM (bias first, then the taps). A 1x1 stride-1 unpadded convolution copies input rows instead of gathering.
-// Kernels of 2 or more taps with few output channels (stems, 32-128 channel layers) copy B's blocks from phase
+// the GEMM (bias first, then the taps). A 1x1 stride-1 unpadded convolution reads B's rows in place from its input.
+// Kernels of 2 or more taps with few output channels (stems, 32-128 channel layers) read B's rows in place from phase
 // planes of the padded input, made once per image (`direct`): no per-panel fill, same bits.
 // Convolutions with a long K (>= 192) and at least 32 output channels (ResNet's 3 x 3 layers, 1x1 projections) run
 // channel-major instead: register tiles of up to 12 positions x 32 output channels, the packed weights read in place as
@@ -189,15 +189,15 @@ struct Rows {
   const float* x;
   int64_t hw;             // H * W
   int64_t ld = k5::kNR;   // as Im2col::ld
-  k5::BBlock operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
-    if (ld == k5::kNR && nr == k5::kNR) return k5::BBlock{x + k0 * hw + j0, hw};
+  k5::StridedRows operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
+    if (ld == k5::kNR && nr == k5::kNR) return k5::StridedRows{x + k0 * hw + j0, hw};
     const __mmask16 ma = k5::mask16(nr), mb = k5::mask16(nr - 16);
     for (int64_t r = 0; r < kc; ++r) {
       const float* s = x + (k0 + r) * hw + j0;
       store_lanes(dst + r * ld, ld, 0, _mm512_maskz_loadu_ps(ma, s));
       store_lanes(dst + r * ld, ld, 1, _mm512_maskz_loadu_ps(mb, s + 16));
     }
-    return k5::BBlock{dst, k5::kNR};  // (ld = kMR: the caller reads dst)
+    return k5::StridedRows{dst, k5::kNR};  // (ld = kMR: the caller reads dst)
   }
 };
 
@@ -214,8 +214,8 @@ constexpr int64_t kWP = k5::kNR;
 // with its padding into phase planes (stride sh x sw: sh * sw planes per channel, plane (a, b) holding padded rows
 // a, a + sh, ... and columns b, b + sw, ...), each hp rows of wp floats. Output position (oh, ow) then reads tap
 // (c, i, j) at plane(c, i*dh % sh, j*dw % sw) + (oh + i*dh / sh) * wp + ow + j*dw / sw: with the flat position
-// q = oh * wp + ow, B[k][q] = xp[off[k] + q], so a B block's row is 32 consecutive floats of the planes (a plain
-// copy, PlaneRows). Positions with q % wp >= OW are padding: computed and never stored (the tile compresses its
+// q = oh * wp + ow, B[k][q] = xp[off[k] + q], so a B block's row is 32 consecutive floats of the planes, which the
+// tiles read where they are (PlaneRows). Positions with q % wp >= OW are padding: computed and never stored (the tile compresses its
 // lanes into the output row, Cols). Products, their order and the +0.0f padding are the fill's: the same bits.
 //
 // PlaneLayout says how a source of the taps is laid out: per channel, sh x sw phase planes of hp rows x wp columns,
@@ -320,18 +320,28 @@ void copy_phases(ThreadPool* pool, const Geo& g, const PlaneLayout& l, const flo
   });
 }
 
-// A B block from the planes: row r is the 32 floats (nr of them; the rest 0) at base + off[k0 + r] + j0.
+// A B block from the planes: row r is the 32 floats at base + off[k0 + r] + j0, read in place for whole panels
+// (nothing copied); a partial last panel is copied, 0 past nr (the planes end at its last position).
+struct BufOffsets {  // row r of a fill's buffer: r * kNR
+  int64_t v[k5::kKC];
+  constexpr BufOffsets() : v() {
+    for (int64_t r = 0; r < k5::kKC; ++r) v[r] = r * k5::kNR;
+  }
+};
+constexpr BufOffsets kBufOffsets{};
+
 struct PlaneRows {
   const float* base;
   const int64_t* off;
-  const float* operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
+  k5::IndexedRows operator()(int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) const {
+    if (nr == k5::kNR) return k5::IndexedRows{base + j0, off + k0};
     const __mmask16 ma = k5::mask16(nr), mb = k5::mask16(nr - 16);
     for (int64_t r = 0; r < kc; ++r) {
       const float* s = base + off[k0 + r] + j0;
       _mm512_store_ps(dst + r * k5::kNR, _mm512_maskz_loadu_ps(ma, s));
       _mm512_store_ps(dst + r * k5::kNR + 16, _mm512_maskz_loadu_ps(mb, s + 16));
     }
-    return dst;
+    return k5::IndexedRows{dst, kBufOffsets.v};
   }
 };
 
@@ -361,7 +371,7 @@ k5::Cols direct_cols(const Geo& g, const DirectPlan& d, int64_t j0, int nr) {
   return c;
 }
 
-// One image and group: the planes, then Y = W . B with B's blocks copied from them.
+// One image and group: the planes, then Y = W . B with B's rows read from them.
 void direct_gemm(ThreadPool* pool, const Geo& g, const float* wg, const float* xg, const kernels::Epilogue& ep,
                  float* yg, float* work) {
   const DirectPlan d(g);

@@ -16,7 +16,6 @@
 #include <immintrin.h>
 
 #include <cstdint>
-#include <type_traits>
 
 #include "kernels/avx512/avx512.h"
 #include "kernels/common/activation.h"
@@ -137,25 +136,45 @@ DTORCH_AVX512_INLINE void tile_finish(bool last, int64_t i0, float* C, int64_t l
   }
 }
 
-// A block of B whose rows are ld floats apart (rows already in memory, e.g. a pointwise convolution's input planes:
-// ld = H * W), as a fill may return it instead of a pointer to a block of rows kNR floats apart (its buffer, 64-byte
-// aligned). The two kinds run separate instantiations of the tiles (S: strided), so the buffer's keeps its constant
-// stride and aligned loads.
-struct BBlock {
+// Where a tile reads B's rows, k = 0, 1, ... of a block: at(), then next(). A fill returns a pointer (a block of rows
+// kNR floats apart, 64-byte aligned: its buffer, or a packed panel) or rows already in memory that it need not copy:
+// StridedRows (ld floats apart: a pointwise convolution's input planes, ld = H * W) or IndexedRows (row k at
+// base + off[k]: the phase planes). Each kind runs its own instantiation of the tiles.
+struct BufRows {
+  static constexpr bool kAligned = true;
+  const float* p;
+  const float* at() const { return p; }
+  void next() { p += kNR; }
+};
+struct StridedRows {
+  static constexpr bool kAligned = false;
   const float* p;
   int64_t ld;
+  const float* at() const { return p; }
+  void next() { p += ld; }
 };
+struct IndexedRows {
+  static constexpr bool kAligned = false;
+  const float* base;
+  const int64_t* off;
+  const float* at() const { return base + *off; }
+  void next() { ++off; }
+};
+inline BufRows as_rows(const float* p) { return BufRows{p}; }
+inline StridedRows as_rows(StridedRows r) { return r; }
+inline IndexedRows as_rows(IndexedRows r) { return r; }
 
-// One register tile over one K block: start, c[r] += ap[k * P + r] * bp[k * ld + lane] for k < kc (k ascending,
-// one FMA per k; ld = kNR unless S), finish. The accumulators stay in registers (MR x 2 zmm).
-template <int MR, bool S>
-void tile(bool first, bool last, int64_t kc, const float* ap, int64_t P, const float* bp, int64_t ldb, int64_t i0,
-          float* C, int64_t ldc, const Epilogue& ep, const Cols& cols) {
+// One register tile over one K block: start, c[r] += ap[k * P + r] * (row k of b)[lane] for k < kc (k ascending,
+// one FMA per k), finish. The accumulators stay in registers (MR x 2 zmm).
+template <int MR, typename B>
+void tile(bool first, bool last, int64_t kc, const float* ap, int64_t P, B b, int64_t i0, float* C, int64_t ldc,
+          const Epilogue& ep, const Cols& cols) {
   __m512 c[MR][2];
   tile_start<MR>(first, i0, C, ldc, ep, cols, c);
   for (int64_t k = 0; k < kc; ++k) {
-    const __m512 b0 = S ? _mm512_loadu_ps(bp) : _mm512_load_ps(bp);
-    const __m512 b1 = S ? _mm512_loadu_ps(bp + 16) : _mm512_load_ps(bp + 16);
+    const float* bp = b.at();
+    const __m512 b0 = B::kAligned ? _mm512_load_ps(bp) : _mm512_loadu_ps(bp);
+    const __m512 b1 = B::kAligned ? _mm512_load_ps(bp + 16) : _mm512_loadu_ps(bp + 16);
     DTORCH_AVX512_UNROLL
     for (int r = 0; r < MR; ++r) {
       const __m512 a = _mm512_set1_ps(ap[r]);
@@ -163,17 +182,17 @@ void tile(bool first, bool last, int64_t kc, const float* ap, int64_t P, const f
       c[r][1] = _mm512_fmadd_ps(a, b1, c[r][1]);
     }
     ap += P;
-    bp += S ? ldb : kNR;
+    b.next();
   }
   tile_finish<MR>(last, i0, C, ldc, ep, cols, c);
 }
 
-template <bool S>
-void tile_rows(int mr, bool first, bool last, int64_t kc, const float* ap, int64_t P, const float* bp, int64_t ldb,
-               int64_t i0, float* C, int64_t ldc, const Epilogue& ep, const Cols& cols) {
+template <typename B>
+void tile_rows(int mr, bool first, bool last, int64_t kc, const float* ap, int64_t P, B b, int64_t i0, float* C,
+               int64_t ldc, const Epilogue& ep, const Cols& cols) {
   switch (mr) {
 #define DTORCH_AVX512_TILE_CASE(R) \
-  case R: tile<R, S>(first, last, kc, ap, P, bp, ldb, i0, C, ldc, ep, cols); break;
+  case R: tile<R, B>(first, last, kc, ap, P, b, i0, C, ldc, ep, cols); break;
     DTORCH_AVX512_TILE_CASE(12)
     DTORCH_AVX512_TILE_CASE(11)
     DTORCH_AVX512_TILE_CASE(10)
@@ -185,7 +204,7 @@ void tile_rows(int mr, bool first, bool last, int64_t kc, const float* ap, int64
     DTORCH_AVX512_TILE_CASE(4)
     DTORCH_AVX512_TILE_CASE(3)
     DTORCH_AVX512_TILE_CASE(2)
-    default: tile<1, S>(first, last, kc, ap, P, bp, ldb, i0, C, ldc, ep, cols); break;
+    default: tile<1, B>(first, last, kc, ap, P, b, i0, C, ldc, ep, cols); break;
 #undef DTORCH_AVX512_TILE_CASE
   }
 }
@@ -194,16 +213,15 @@ static_assert(kMR == 12, "tile_rows dispatches MR = 1..12");
 // C (M x N, ldc) = A . B (+ epilogue) with A packed in panels of P rows (pack_a, all of it; P = kMR or kNR) and B
 // given block by block by fill(j0, nr, k0, kc, buf), which returns where B[k0 + r][j0 + q] lies for r < kc,
 // q < kNR (columns q >= nr are read but not stored): a pointer p (at p[r * kNR + q], 64-byte aligned), either buf
-// (kKC x kNR floats), which it fills, or a block already in memory; or a BBlock (at p[r * ld + q]). cols_of(j0, nr) says where a tile's columns [j0, j0 + nr) go in each row of C (Cols;
+// (kKC x kNR floats), which it fills, or a block already in memory; or rows in place (StridedRows, IndexedRows).
+// cols_of(j0, nr) says where a tile's columns [j0, j0 + nr) go in each row of C (Cols;
 // Cols::normal: columns j0 + q). Work units: (column panel, block of row tiles); each panel of P rows of A runs in
 // tiles of kMR rows (32 = 12 + 12 + 8), the last ones cut at M.
 template <typename Fill, typename ColsOf>
 void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, int64_t P, Fill&& fill,
           ColsOf&& cols_of, float* C, int64_t ldc, const Epilogue& ep) {
   if (M <= 0 || N <= 0) return;
-  constexpr bool kStrided =
-      std::is_same_v<std::decay_t<decltype(fill(int64_t{}, int{}, int64_t{}, int64_t{}, static_cast<float*>(nullptr)))>,
-                     BBlock>;
+  using Src = decltype(as_rows(fill(int64_t{}, int{}, int64_t{}, int64_t{}, static_cast<float*>(nullptr))));
   const int64_t tiles_per_panel = ceil_div(P, kMR);
   const GemmSplit sp(pool == nullptr ? 1 : pool->size(), N, kNR, ceil_div(M, P) * tiles_per_panel, K, kKC);
   const int64_t kblock = sp.kblock;
@@ -219,17 +237,7 @@ void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, in
       int64_t k0 = 0;
       do {
         const int64_t kc = K - k0 < kblock ? K - k0 : kblock;
-        const float* bp = bbuf;
-        int64_t ldb = kNR;
-        if (kc > 0) {
-          if constexpr (kStrided) {
-            const BBlock b = fill(j0, nr, k0, kc, static_cast<float*>(bbuf));
-            bp = b.p;
-            ldb = b.ld;
-          } else {
-            bp = fill(j0, nr, k0, kc, static_cast<float*>(bbuf));
-          }
-        }
+        const Src b = kc > 0 ? as_rows(fill(j0, nr, k0, kc, static_cast<float*>(bbuf))) : Src{};  // (kc = 0: not read)
         const bool first = k0 == 0, last = k0 + kc >= K;
         for (int64_t t = t0; t < t1; ++t) {
           const int64_t a = t / tiles_per_panel, sub = (t % tiles_per_panel) * kMR;
@@ -237,7 +245,7 @@ void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, in
           const int64_t rows = (P - sub < kMR ? P - sub : kMR);
           const int mr = static_cast<int>(M - i0 < rows ? M - i0 : rows);
           if (mr <= 0) continue;
-          tile_rows<kStrided>(mr, first, last, kc, ap + a * P * K + k0 * P + sub, P, bp, ldb, i0, C, ldc, ep, cols);
+          tile_rows<Src>(mr, first, last, kc, ap + a * P * K + k0 * P + sub, P, b, i0, C, ldc, ep, cols);
         }
         k0 += kc;
       } while (k0 < K);
