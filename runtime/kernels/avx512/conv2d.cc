@@ -21,7 +21,8 @@
 // columns per vector, taps in (row, column) order with one FMA each starting from the bias: for 3x3 undilated
 // ones with column stride 1 or 2, blocks of up to 8 independent vectors with the weights in registers
 // (kernels/avx512/depthwise_avx512.h); others 4 rows at a time with masked loads or gathers per tap
-// (depthwise_plane).
+// (depthwise_plane). Small maps at stride 1 with OW = W (7 x 7) run 16 consecutive outputs per vector across output
+// rows (DwFlat).
 // Threads split GEMM work units or output planes only.
 // Planes whose positions do not fit 32-bit gather indices run the best bit-exact kernel (x86 or portable), found through the registry.
 #include <immintrin.h>
@@ -702,8 +703,84 @@ void depthwise_plane(const Geo& g, const float* xp, const float* wc, float b, fl
   }
 }
 
+// Small maps (output rows of at most 8 positions: MobileNets' 7 x 7 stage) waste most of a vector when each output
+// row takes its own (7 of 16 lanes). At stride 1 with OW = W ("same" padding) the input index of tap (i, j) of output
+// q = oh * OW + ow is q + (i * dh - pt) * W + j * dw - pl, linear in q: so 16 consecutive outputs, across output
+// rows, take each tap with one load, whose lanes outside the input's columns (and rows) are masked to 0. Each output
+// starts at its bias and adds its taps in (row, column) order with one FMA each, columns outside the image as +0
+// products and rows outside it skipped (FMAs masked per lane by its output row): depthwise_plane's order, products and
+// skips, so its bits.
+constexpr int kDwFlatVecs = 16;  // outputs per plane: at most 256
+constexpr int kDwFlatTaps = 8;   // kernel rows and columns
+
+struct DwFlat {
+  int nv;                                    // vectors per plane
+  __mmask16 rows[kDwFlatVecs][kDwFlatTaps];  // lanes (outputs) whose kernel row i lies inside the image
+  __mmask16 cols[kDwFlatVecs][kDwFlatTaps];  // lanes whose kernel column j lies inside the image
+  __mmask16 out[kDwFlatVecs];                // lanes that are outputs
+
+  static bool applies(const Geo& g) {
+    return g.sh == 1 && g.sw == 1 && g.ow == g.w && g.ow <= 8 && g.oh * g.ow <= 16 * kDwFlatVecs &&
+           g.kh <= kDwFlatTaps && g.kw <= kDwFlatTaps;
+  }
+  explicit DwFlat(const Geo& g) : nv(static_cast<int>(kernels::ceil_div(g.oh * g.ow, 16))) {
+    for (int v = 0; v < nv; ++v) {
+      out[v] = k5::mask16(static_cast<int>(g.oh * g.ow - 16 * v));
+      for (int64_t t = 0; t < kDwFlatTaps; ++t) rows[v][t] = cols[v][t] = 0;
+      for (int l = 0; l < 16 && 16 * v + l < g.oh * g.ow; ++l) {
+        const int64_t oh = (16 * v + l) / g.ow, ow = (16 * v + l) % g.ow;
+        for (int64_t i = 0; i < g.kh; ++i) {
+          const int64_t ih = oh - g.pt + i * g.dh;
+          if (ih >= 0 && ih < g.h) rows[v][i] = static_cast<__mmask16>(rows[v][i] | (1u << l));
+        }
+        for (int64_t j = 0; j < g.kw; ++j) {
+          const int64_t iw = ow - g.pl + j * g.dw;
+          if (iw >= 0 && iw < g.w) cols[v][j] = static_cast<__mmask16>(cols[v][j] | (1u << l));
+        }
+      }
+    }
+  }
+
+  // KH, KW: the kernel's size when known at compile time (3 x 3), else 0 (g's).
+  template <int KH, int KW>
+  void plane(const Geo& g, const float* xp, const float* wc, float b, float* yp) const {
+    const int64_t kh = KH > 0 ? KH : g.kh, kw = KW > 0 ? KW : g.kw;
+    for (int v = 0; v < nv; ++v) {
+      __m512 acc = _mm512_set1_ps(b);
+      DTORCH_AVX512_UNROLL
+      for (int64_t i = 0; i < kh; ++i) {
+        const __mmask16 rm = rows[v][i];
+        const float* xr = xp + 16 * v + (i * g.dh - g.pt) * g.w - g.pl;
+        DTORCH_AVX512_UNROLL
+        for (int64_t j = 0; j < kw; ++j) {
+          const __m512 xv = _mm512_maskz_loadu_ps(static_cast<__mmask16>(rm & cols[v][j]), xr + j * g.dw);
+          acc = _mm512_mask3_fmadd_ps(_mm512_set1_ps(wc[i * kw + j]), xv, acc, rm);
+        }
+      }
+      bool done = false;
+      const int n = __builtin_popcount(out[v]);
+      _mm512_mask_storeu_ps(yp + 16 * v, out[v], k5::activate(g.act, acc, &done));
+      if (!done) kernels::bias_activation(g.act, 0.0f, yp + 16 * v, n);
+    }
+  }
+};
+
 void run_depthwise(ThreadPool* pool, const Geo& g, const float* x, const float* w, const float* bias, float* y) {
   const int64_t planes = g.n * g.c, hw = g.h * g.w, ohw = g.oh * g.ow, taps = g.kh * g.kw;
+  if (DwFlat::applies(g)) {
+    const DwFlat f(g);
+    kernels::parallel_chunks(pool, planes, 1, [&](int64_t b, int64_t e) {
+      for (int64_t p = b; p < e; ++p) {
+        const int64_t c = p % g.c;
+        const float b0 = bias == nullptr ? 0.0f : bias[c];
+        if (g.kh == 3 && g.kw == 3)
+          f.plane<3, 3>(g, x + p * hw, w + c * taps, b0, y + p * ohw);
+        else
+          f.plane<0, 0>(g, x + p * hw, w + c * taps, b0, y + p * ohw);
+      }
+    });
+    return;
+  }
   kernels::parallel_chunks(pool, planes, 1, [&](int64_t b, int64_t e) {
     if (k5::dw3x3_applies(g) && g.sw == 1) {
       k5::dw3x3_planes<1>(g, x, w, bias, y, b, e);

@@ -130,6 +130,11 @@ CONV = [  # (N, C, H, W, O, kh, kw, stride, padding(t,b,l,r), dilation, groups)
     (1, 24, 10, 13, 32, 3, 3, (1, 2), (3, 0, 0, 4), (2, 3), 1),    # channel-major padded copy: dilated, one-sided pads
     (1, 300, 9, 13, 20, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),    # avx512 pointwise GEMM reading B in place: 2 K blocks,
                                                                    # 3 whole panels (rows 117 floats apart) + a copied one
+    (1, 24, 7, 7, 24, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 24),     # avx512 depthwise on a small map: flat positions
+    (2, 8, 6, 6, 8, 5, 5, (1, 1), (2, 2, 2, 2), (1, 1), 8),        # ... 5x5 (the generic taps loop), 2 images
+    (1, 16, 11, 8, 16, 3, 3, (1, 1), (0, 2, 2, 0), (2, 1), 16),    # ... dilated rows skipped at the bottom, one-sided
+    (2, 20, 14, 13, 20, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), 20),   # small depthwise maps the flat path leaves: stride 2,
+    (1, 8, 9, 6, 8, 5, 5, (1, 2), (2, 2, 2, 2), (1, 1), 8),        # column stride 2, OW = 3
 ]
 
 
@@ -185,6 +190,23 @@ def test_conv2d_fma_nan_inf_and_relu(kernel_set):
         finite = np.isfinite(ref)
         np.testing.assert_array_equal(np.isinf(fast), np.isinf(ref))
         assert_close(np.where(finite, fast, 0), np.where(finite, ref, 0))
+
+
+@pytest.mark.skipif(bool(_WHY["avx512"] or _WHY["avx2"]), reason="needs both FMA sets: " + (_WHY["avx512"] or _WHY["avx2"]))
+@pytest.mark.parametrize("hw", [7, 20])
+def test_conv2d_depthwise_skips_rows_outside_the_image(hw):
+    """A depthwise tap row outside the image is skipped, not added as a +0 product: with a -0 bias, a positive weight in
+    that row and negative ones elsewhere on a zero input, skipping leaves -0 and adding would give +0. Small maps (the
+    avx512 set's flat positions, masked FMAs) and wider ones (row vectors) agree with the avx2 set bit for bit."""
+    x = np.zeros((1, 4, hw, hw), np.float32)
+    wt = -np.ones((4, 1, 3, 3), np.float32)
+    wt[:, :, 0, :] = 1.0
+    b = np.full(4, -0.0, np.float32)
+    attrs = dict(stride=[1, 1], padding=[1, 1, 1, 1], dilation=[1, 1], groups=4, activation="none")
+    a = _C.run_kernel("conv2d", attrs, [x, wt, b], kernel_set="avx512")[0]
+    v = _C.run_kernel("conv2d", attrs, [x, wt, b], kernel_set="avx2")[0]
+    np.testing.assert_array_equal(a.view(np.uint32), v.view(np.uint32))
+    assert np.signbit(a[:, :, 0]).all()  # the first output row: its kernel row 0 lies above the image
 
 
 @pytest.mark.parametrize("kernel_set", KERNEL_SETS)
