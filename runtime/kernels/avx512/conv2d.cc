@@ -10,7 +10,7 @@
 // Kernels of 2 or more taps with few output channels (stems, 32-128 channel layers) read B's rows in place from phase
 // planes of the padded input, made once per image (`direct`): no per-panel fill, same bits.
 // Convolutions with a long K (>= 192) and at least 32 output channels (ResNet's 3 x 3 layers, 1x1 projections) run
-// channel-major instead: register tiles of up to 12 positions x 32 output channels, the packed weights read in place as
+// channel-major instead: register tiles of up to 14 positions x 32 output channels, the packed weights read in place as
 // vectors and each position's input broadcast from the input itself, a zero-padded copy or phase planes: nothing is
 // packed per panel and no lane is spent on padding; the tile is transposed in registers into Y (`channel_gemm`),
 // same bits.
@@ -468,7 +468,7 @@ void transpose_out(ThreadPool* pool, const float* yt, int64_t ohw, int64_t og, f
 // transpose in registers to store 32 channels x kCR positions into Y. Each output starts at its bias and adds its
 // products (padding taps as +0.0f products, as the fill) in the same k order with one FMA each, over all of K in one
 // chain: the same bits as the GEMM.
-constexpr int kCR = 12;  // positions per tile
+constexpr int kCR = 14;  // positions per tile
 
 // One tile: positions [0, MR) at a + off[k] + r * SW, channels [0, noc) of the panel b (K x 32, k-major).
 template <int MR, int SW>
@@ -519,13 +519,14 @@ ChannelTileFn channel_tile_for(int mr) {
   static constexpr ChannelTileFn kTiles[kCR] = {
       channel_tile<1, SW>, channel_tile<2, SW>, channel_tile<3, SW>, channel_tile<4, SW>,
       channel_tile<5, SW>, channel_tile<6, SW>, channel_tile<7, SW>, channel_tile<8, SW>,
-      channel_tile<9, SW>, channel_tile<10, SW>, channel_tile<11, SW>, channel_tile<12, SW>};
+      channel_tile<9, SW>, channel_tile<10, SW>, channel_tile<11, SW>, channel_tile<12, SW>,
+      channel_tile<13, SW>, channel_tile<14, SW>};
   return kTiles[mr - 1];
 }
-static_assert(kCR == 12, "channel_tile_for lists 1..12 positions");
+static_assert(kCR == 14, "channel_tile_for lists 1..14 positions");
 
 // Tiles of one output row (or of the flat plane): `len` positions in ceil(len / kCR) tiles of nearly equal size
-// (a 14-wide row runs 7 + 7, not 12 + 2).
+// (a 16-wide row runs 8 + 8, not 14 + 2; 56 and 28 run whole tiles of 14).
 struct RowTiles {
   int64_t len, n;
   explicit RowTiles(int64_t len_) : len(len_), n(kernels::ceil_div(len_, kCR)) {}

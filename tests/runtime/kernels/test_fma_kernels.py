@@ -13,7 +13,7 @@ planes of the padded input (3x3 and larger kernels with few output channels: ste
 rows packed out of padded flat positions, partial sums between K blocks expanded back), the avx512 set's
 channel-major tiles (output channels across the vectors, positions broadcast from the input in place, a padded
 copy or phase planes, for K >= 192 and at least 32 output channels: partial channel panels, rows cut into tiles
-of 1-12 positions, flat pointwise tiles across rows), grouped convolutions and the depthwise kernels (stride 1 and 2 interior loads, border gathers, widths below one vector).
+of 1-14 positions, flat pointwise tiles across rows), grouped convolutions and the depthwise kernels (stride 1 and 2 interior loads, border gathers, widths below one vector).
 
 A set this CPU lacks is skipped with the reason printed: QEMU cannot emulate AVX-512, so on an AVX2-only machine
 the avx512 set's tests run only on machines that have it."""
@@ -121,7 +121,8 @@ CONV = [  # (N, C, H, W, O, kh, kw, stride, padding(t,b,l,r), dilation, groups)
     (1, 36, 19, 23, 14, 5, 5, (2, 3), (2, 2, 2, 2), (1, 1), 1),    # phase planes, K = 900: 4 K blocks of packed partials
     (2, 24, 15, 29, 33, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),    # avx512 channel-major: O = 33 (panel of 1), rows 10+10+9
     (1, 64, 11, 30, 48, 3, 3, (2, 2), (0, 1, 2, 1), (1, 2), 1),    # channel-major, stride 2, dilated, asymmetric padding
-    (1, 64, 9, 14, 64, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 2),     # channel-major per group, OW = 14: tiles of 7 + 7
+    (1, 64, 9, 16, 64, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 2),     # channel-major per group, OW = 16: tiles of 8 + 8
+    (1, 32, 6, 28, 48, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), 1),     # channel-major, OW = 28: two whole tiles of 14
     (1, 200, 5, 27, 35, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), 1),    # channel-major pointwise: flat tiles across rows
     (1, 30, 13, 3, 32, 3, 3, (1, 1), (1, 1, 0, 0), (1, 1), 1),     # channel-major, OW = 1: one-position tiles
     (1, 12, 20, 26, 40, 5, 5, (3, 3), (2, 2, 2, 2), (1, 1), 1),    # channel-major, 5x5 stride 3: 9 phase planes
