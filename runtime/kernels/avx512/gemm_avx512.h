@@ -188,8 +188,8 @@ void tile(bool first, bool last, int64_t kc, const float* ap, int64_t P, B b, in
 }
 
 template <typename B>
-DTORCH_AVX512_INLINE void tile_rows(int mr, bool first, bool last, int64_t kc, const float* ap, int64_t P, B b, int64_t i0, float* C,
-               int64_t ldc, const Epilogue& ep, const Cols& cols) {
+DTORCH_AVX512_INLINE void tile_rows(int mr, bool first, bool last, int64_t kc, const float* ap, int64_t P, B b,
+                                   int64_t i0, float* C, int64_t ldc, const Epilogue& ep, const Cols& cols) {
   switch (mr) {
 #define DTORCH_AVX512_TILE_CASE(R) \
   case R: tile<R, B>(first, last, kc, ap, P, b, i0, C, ldc, ep, cols); break;

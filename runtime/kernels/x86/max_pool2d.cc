@@ -2,9 +2,9 @@
 // rule per tap, in the same order: a tap replaces the running maximum when it is greater or NaN, starting from
 // -inf; so ties keep the first tap, e.g. -0 before +0, and a window with NaNs gives its last NaN).
 //
-// Column strides 1 and 2 run separably (`Separable`): each input row is folded over the window's columns once (from a
-// copy padded with -inf, de-interleaved at stride 2), and each output row folds those row maxima over the window's
-// rows, with plain maxps. Folding rows, then columns, gives the row-major fold's result: the last NaN if the window
+// Column strides 1 and 2 run separably (`Separable`): each input row is folded over the window's columns once (in
+// place where the taps stay inside the row, else from a copy padded with -inf), and each output row folds those row
+// maxima over the window's rows, with plain maxps. Folding rows, then columns, gives the row-major fold's result: the last NaN if the window
 // has one (the last row holding a NaN, its last NaN), else the first tap equal to the maximum (the first row reaching
 // it, its first such tap). maxps(v, best) is that rule when no NaN is present (it returns best on ties, -0 vs +0
 // included), so the row copies watch for NaN and a plane that has one is recomputed by the tap-by-tap path.
@@ -98,29 +98,29 @@ void plane(const kernels::MaxPoolGeometry& g, const float* xp, float* yp) {
 constexpr int64_t kSepFloats = 8192;
 constexpr int64_t kSepMaxSpan = 64;
 
-struct Separable {
-  const kernels::MaxPoolGeometry& g;
+// The buffers' sizes, the same for every plane of a node.
+struct SepSizes {
   int64_t owr;   // output columns rounded up to whole vectors
   int64_t pr;    // floats of the padded row (a multiple of 16): column u holds input column u - pw, -inf outside
   int64_t span;  // input rows a window spans: the ring's rows
+  explicit SepSizes(const kernels::MaxPoolGeometry& g)
+      : owr((g.ow + 7) / 8 * 8),
+        pr((g.sw * (owr + (g.kw - 1) * g.dw / g.sw + 1) + 15) / 16 * 16),
+        span((g.kh - 1) * g.dh + 1) {}
+  // Whether the separable path takes the node's planes.
+  bool fits(const kernels::MaxPoolGeometry& g) const {
+    return (g.sw == 1 || g.sw == 2) && span <= kSepMaxSpan && pr + span * owr <= kSepFloats;
+  }
+};
+
+struct Separable : SepSizes {
+  const kernels::MaxPoolGeometry& g;
   float* prow;
   float* ring;   // span rows of owr row maxima; ring row ih % span holds input row have[ih % span]
   int64_t have[kSepMaxSpan];
 
-  // Whether a plane fits; then carves buf.
-  static bool fits(const kernels::MaxPoolGeometry& g) {
-    if (g.sw != 1 && g.sw != 2) return false;
-    const int64_t owr = (g.ow + 7) / 8 * 8, span = (g.kh - 1) * g.dh + 1;
-    const int64_t pr = (g.sw * (owr + (g.kw - 1) * g.dw / g.sw + 1) + 15) / 16 * 16;
-    return span <= kSepMaxSpan && pr + span * owr <= kSepFloats;
-  }
-  Separable(const kernels::MaxPoolGeometry& g_, float* buf)
-      : g(g_),
-        owr((g_.ow + 7) / 8 * 8),
-        pr((g_.sw * (owr + (g_.kw - 1) * g_.dw / g_.sw + 1) + 15) / 16 * 16),
-        span((g_.kh - 1) * g_.dh + 1),
-        prow(buf),
-        ring(buf + pr) {}
+  Separable(const kernels::MaxPoolGeometry& g_, const SepSizes& sz, float* buf)
+      : SepSizes(sz), g(g_), prow(buf), ring(buf + pr) {}
 
   // The padded copy of input row `row`; returns a mask whose lanes are set where a NaN was copied.
   __m256 pad_row(const float* row) const {
@@ -212,13 +212,14 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   if (reach > INT32_MAX / 2 || g.w > INT32_MAX / 2) return p->run(ctx, in, n_in, out, n_out);
   const float* x = in[0].as<const float>();
   float* y = out[0].as<float>();
-  const bool separable = Separable::fits(g);
+  const SepSizes sep(g);
+  const bool separable = sep.fits(g);
   kernels::parallel_chunks(ctx.pool, g.n * g.c, 1, [&](int64_t p0, int64_t p1) {
     alignas(32) float buf[kSepFloats];
     for (int64_t q = p0; q < p1; ++q) {
       const float* xq = x + q * g.h * g.w;
       float* yq = y + q * g.oh * g.ow;
-      if (!separable || !Separable(g, buf).plane(xq, yq)) plane(g, xq, yq);
+      if (!separable || !Separable(g, sep, buf).plane(xq, yq)) plane(g, xq, yq);
     }
   });
   return Status::Ok();
