@@ -116,6 +116,9 @@ class InferenceSession:
     matches an emulated or real board bit for bit) or ``"portable"`` (the reference kernels only).
     ``exclude_kernel_sets``: kernel sets the session may not take, e.g. ``["avx512"]`` to run the AVX2 set on an
     AVX-512 CPU (each node takes the best of the others; ``"portable"`` cannot be excluded).
+    ``blocked_layouts``: whether tensors between kernels that both take it live in the blocked layout (NCHW16c:
+    convolution chains on the AVX-512 set; model inputs and outputs stay NCHW); the results are the same bits
+    either way, False keeps every tensor NCHW.
     Threads: ``run`` may be called from several threads at once, and those calls run in parallel (the GIL is
     released while a run computes): the weights and prepared kernels are shared, and each call works in an
     execution state of its own (plan, arena, outputs) from the session's small pool of idle ones, so every result
@@ -125,7 +128,7 @@ class InferenceSession:
 
     def __init__(self, path_or_bytes: str | os.PathLike[str] | bytes | bytearray | memoryview,
                  backend: str = "cpu", threads: int | None = None, kernels: str = "fast",
-                 exclude_kernel_sets: Sequence[str] = ()) -> None:
+                 exclude_kernel_sets: Sequence[str] = (), blocked_layouts: bool = True) -> None:
         if backend not in _BACKENDS:
             raise ValueError(f"unknown backend {backend!r}; this build has {available_backends()}; "
                              f"use backend='cpu'")
@@ -138,20 +141,23 @@ class InferenceSession:
         if isinstance(exclude_kernel_sets, str) or not all(isinstance(k, str) for k in exclude_kernel_sets):
             raise TypeError(f"exclude_kernel_sets must be a list of kernel set names, got {exclude_kernel_sets!r}")
         exclude = list(exclude_kernel_sets)
+        if not isinstance(blocked_layouts, bool):
+            raise TypeError(f"blocked_layouts must be True or False, got {blocked_layouts!r}")
         self._backend = backend
         self._threads = threads
         self._kernels = kernels
         if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
             self._path: str | None = None
             self._sess = _C.Session.from_bytes(bytes(path_or_bytes) if isinstance(path_or_bytes, memoryview)
-                                               else path_or_bytes, threads, kernels, exclude)
+                                               else path_or_bytes, threads, kernels, exclude,
+                                               blocked_layouts)
         elif isinstance(path_or_bytes, (str, os.PathLike)):
             path = os.fspath(path_or_bytes)
             if not os.path.exists(path):
                 raise FileNotFoundError(f"model file not found: {path!r}; export one with dt.export(model, example, "
                                         f"{path!r})")
             self._path = path
-            self._sess = _C.Session.from_file(path, threads, kernels, exclude)
+            self._sess = _C.Session.from_file(path, threads, kernels, exclude, blocked_layouts)
         else:
             raise TypeError(f"InferenceSession needs a path or the model's bytes, got {type(path_or_bytes).__name__}")
         self._inputs = [_node_arg(d) for d in self._sess.inputs()]
@@ -180,6 +186,11 @@ class InferenceSession:
     def arena_bytes(self) -> int:
         """Bytes of the arena planned for the last run's input shapes (0 before the first run)."""
         return int(self._sess.arena_bytes())
+
+    def blocked_tensors(self) -> int:
+        """How many tensors the last run's plan kept in the blocked layout (0 before the first run, and always
+        with ``blocked_layouts=False``)."""
+        return int(self._sess.blocked_tensors())
 
     def test_vector(self) -> tuple[list[np.ndarray], list[np.ndarray]] | None:
         """The bundled example (inputs, expected outputs), or None when the model has none."""

@@ -3,6 +3,8 @@
 //   dtorch-run model.dtm --input x.npy [--input y.npy] --output out.npy [--output ...] [--threads N]
 //              [--kernels fast|exact|portable]   (kernel policy, SessionOptions::kernels; default fast)
 //              [--exclude-kernel-set SET]...     (SessionOptions::exclude_kernel_sets: e.g. avx512, to run avx2)
+//              [--layouts blocked|nchw]          (SessionOptions::blocked_layouts; default blocked: where kernels
+//                                                 take it; nchw keeps every tensor NCHW, same bits)
 //   dtorch-run model.dtm --bench N [--input x.npy ...]     latency: min/median/p90/p99/max in ms
 //   dtorch-run model.dtm --bench N --profile                 and per node: median ms, share, kernel set
 //   dtorch-run model.dtm --self-test                         run the bundled test vector: PASS/FAIL
@@ -51,7 +53,7 @@ namespace {
 
 const char kUsage[] =
     "usage: dtorch-run MODEL.dtm [--input X.npy]... [--output Y.npy]... [--threads N] [--kernels fast|exact|portable] "
-    "[--exclude-kernel-set SET]... "
+    "[--exclude-kernel-set SET]... [--layouts blocked|nchw] "
     "[--bench N [--profile]] [--repeat N] [--self-test] [--info] [--build-info] [--manifest manifest.json] [--json]";
 
 int fail(const std::string& msg, int code = 1) {
@@ -215,6 +217,7 @@ int main(int argc, char** argv) {
   const double t_start = monotonic_seconds();
   int threads = 1, bench = 0, repeat = 0;
   KernelPolicy kernels = KernelPolicy::kFast;
+  bool blocked_layouts = true;
   bool self_test = false, info = false, profile = false, build_info = false, json = false;
   std::string manifest_path;
   for (int a = 1; a < argc; ++a) {
@@ -225,7 +228,7 @@ int main(int argc, char** argv) {
       return argv[++a];
     };
     if (arg == "--input" || arg == "--output" || arg == "--threads" || arg == "--bench" || arg == "--kernels" ||
-        arg == "--manifest" || arg == "--repeat" || arg == "--exclude-kernel-set") {
+        arg == "--manifest" || arg == "--repeat" || arg == "--exclude-kernel-set" || arg == "--layouts") {
       const char* v = value(arg.c_str());
       if (v == nullptr) return fail(arg + " needs a value; " + kUsage, 2);
       if (arg == "--input") input_paths.push_back(v);
@@ -240,6 +243,10 @@ int main(int argc, char** argv) {
         return fail(std::string("--repeat needs a positive number of runs, got '") + v + "'", 2);
       else if (arg == "--kernels" && !parse_kernel_policy(v, &kernels))
         return fail(std::string("--kernels needs fast, exact or portable, got '") + v + "'", 2);
+      else if (arg == "--layouts" && std::string(v) != "blocked" && std::string(v) != "nchw")
+        return fail(std::string("--layouts needs blocked or nchw, got '") + v + "'", 2);
+      else if (arg == "--layouts")
+        blocked_layouts = std::string(v) == "blocked";
     } else if (arg == "--self-test") {
       self_test = true;
     } else if (arg == "--info") {
@@ -286,6 +293,7 @@ int main(int argc, char** argv) {
   SessionOptions options;
   options.num_threads = threads;
   options.kernels = kernels;
+  options.blocked_layouts = blocked_layouts;
   options.exclude_kernel_sets = exclude_sets;
   std::unique_ptr<Session> session;
   Status st = Session::Create(model_path, options, &session);

@@ -129,6 +129,8 @@ struct ExecState {
   size_t arena_size = 0;
   std::vector<AlignedBlock> out_blocks;        // per model output
   std::vector<TensorView> node_in, node_out;   // per-node argument arrays (sized once)
+  std::vector<uint64_t> blocked_in, blocked_out;  // per node: KernelContext::blocked_inputs / blocked_outputs
+  uint64_t blocked_count = 0;                     // tensors blocked
 };
 
 struct Session::Impl {
@@ -143,6 +145,7 @@ struct Session::Impl {
   LoadedModel m;
   ThreadPool* pool = nullptr;
   uint64_t max_tensor_bytes = 0, max_arena_bytes = 0;  // SessionOptions
+  bool blocked_layouts = true;
   std::vector<AlignedBlock> prepared;          // per node: what its kernel's prepare kept (load time)
   std::vector<size_t> prepared_bytes;
   std::vector<PlanNode> plan_nodes;            // per node (set once at load; scratch_bytes 0)
@@ -152,6 +155,7 @@ struct Session::Impl {
   std::vector<ExecState*> idle;
   size_t max_idle = 0;
   std::atomic<uint64_t> last_arena_size{0};
+  std::atomic<uint64_t> last_blocked_tensors{0};
 
   ~Impl() {
     for (ExecState* st : idle) delete st;
@@ -170,6 +174,7 @@ struct Session::Impl {
   Status plan(ExecState& s, const TensorView* in) const;  // infer_shapes + layout
   Status infer_shapes(ExecState& s, const Shape* in) const;
   Status layout(ExecState& s, const Shape* in) const;
+  void choose_layouts(ExecState& s) const;
   std::vector<PlanTensor> plan_tensors(const ExecState& s) const;
   Status check_file_plan(const ExecState& s) const;
   Status execute(ExecState& s, const TensorView* in, double* node_seconds) const;
@@ -257,7 +262,70 @@ Status Session::Impl::plan(ExecState& s, const TensorView* in) const {
   std::vector<Shape> shapes(m.inputs.size());
   for (size_t i = 0; i < m.inputs.size(); ++i) shapes[i] = in[i].shape;
   DTORCH_RETURN_IF_ERROR(infer_shapes(s, shapes.data()));
+  choose_layouts(s);
   return layout(s, shapes.data());
+}
+
+// Which tensors are blocked (core/kernel.h, kLayoutBlock) at the shapes infer_shapes found: an intermediate tensor
+// whose shape allows it is blocked when its producer's kernel can write it blocked and every consumer's kernel can
+// read it blocked; tensors a kernel ties together (an elementwise node's inputs and output) are blocked only all
+// together. Model inputs and outputs stay NCHW: the caller sees the layout it gave and expects.
+void Session::Impl::choose_layouts(ExecState& s) const {
+  const size_t nt = m.tensors.size(), nn = m.nodes.size();
+  s.blocked_in.assign(nn, 0);
+  s.blocked_out.assign(nn, 0);
+  s.blocked_count = 0;
+  if (!blocked_layouts) return;
+  bool any = false;
+  for (size_t i = 0; i < nn && !any; ++i) any = m.nodes[i].kernel->layouts != nullptr;
+  if (!any) return;
+  std::vector<uint8_t> ok(nt, 0);
+  for (size_t t = 0; t < nt; ++t) ok[t] = m.tensors[t].role == TensorRole::kIntermediate && blockable(s.views[t]);
+  // Tied tensors: a union-find over tensor indices.
+  std::vector<int32_t> parent(nt);
+  for (size_t t = 0; t < nt; ++t) parent[t] = static_cast<int32_t>(t);
+  auto find = [&](int32_t t) {
+    while (parent[t] != t) t = parent[t] = parent[parent[t]];
+    return t;
+  };
+  std::vector<TensorView>& node_in = s.node_in;
+  std::vector<TensorView>& node_out = s.node_out;
+  for (size_t i = 0; i < nn; ++i) {
+    const NodeInfo& n = m.nodes[i];
+    LayoutCaps caps;
+    if (n.kernel->layouts != nullptr) {
+      for (size_t k = 0; k < n.inputs.size(); ++k) node_in[k] = n.inputs[k] < 0 ? TensorView() : s.views[n.inputs[k]];
+      for (size_t k = 0; k < n.outputs.size(); ++k) node_out[k] = s.views[n.outputs[k]];
+      caps = n.kernel->layouts(n.attrs, node_in.data(), static_cast<int>(n.inputs.size()), node_out.data(),
+                               static_cast<int>(n.outputs.size()));
+    }
+    int32_t first = -1;
+    auto take = [&](int32_t t, uint64_t mask, size_t k) {
+      if (t < 0) return;
+      if (k >= 64 || !((mask >> k) & 1)) {
+        ok[t] = 0;
+        return;
+      }
+      if (!caps.tied) return;
+      if (first < 0) first = t;
+      parent[find(t)] = find(first);
+    };
+    for (size_t k = 0; k < n.inputs.size(); ++k) take(n.inputs[k], caps.inputs, k);
+    for (size_t k = 0; k < n.outputs.size(); ++k) take(n.outputs[k], caps.outputs, k);
+  }
+  std::vector<uint8_t> group_ok(nt, 1);
+  for (size_t t = 0; t < nt; ++t)
+    if (!ok[t]) group_ok[find(static_cast<int32_t>(t))] = 0;
+  for (size_t t = 0; t < nt; ++t)
+    if (ok[t] && group_ok[find(static_cast<int32_t>(t))]) ++s.blocked_count;
+  for (size_t i = 0; i < nn; ++i) {
+    const NodeInfo& n = m.nodes[i];
+    auto blocked = [&](int32_t t) { return t >= 0 && ok[t] && group_ok[find(t)]; };
+    for (size_t k = 0; k < n.inputs.size() && k < 64; ++k)
+      if (blocked(n.inputs[k])) s.blocked_in[i] |= uint64_t{1} << k;
+    for (size_t k = 0; k < n.outputs.size() && k < 64; ++k)
+      if (blocked(n.outputs[k])) s.blocked_out[i] |= uint64_t{1} << k;
+  }
 }
 
 // Shapes, node by node, from the model inputs' shapes: every kernel's infer, checked against the shapes the file
@@ -461,6 +529,8 @@ Status Session::Impl::execute(ExecState& s, const TensorView* in, double* node_s
     ctx.scratch_bytes = s.scratch_bytes[i];
     ctx.prepared = prepared_bytes[i] ? prepared[i].p : nullptr;
     ctx.prepared_bytes = prepared_bytes[i];
+    ctx.blocked_inputs = s.blocked_in[i];
+    ctx.blocked_outputs = s.blocked_out[i];
     const double t0 = node_seconds != nullptr ? monotonic_seconds() : 0.0;
     Status st = n.kernel->run(ctx, node_in.data(), static_cast<int>(n.inputs.size()), node_out.data(),
                               static_cast<int>(n.outputs.size()));
@@ -498,6 +568,7 @@ static Status finish_create(std::unique_ptr<Session::Impl> impl, const SessionOp
   impl->idle.reserve(impl->max_idle);
   impl->max_tensor_bytes = options.max_tensor_bytes;
   impl->max_arena_bytes = options.max_arena_bytes;
+  impl->blocked_layouts = options.blocked_layouts;
   std::vector<const char*> exclude;
   for (const std::string& set : options.exclude_kernel_sets) {
     if (set.empty() || set == "portable")
@@ -620,6 +691,7 @@ std::vector<Session::NodeKernel> Session::node_kernels() const {
 }
 
 uint64_t Session::arena_bytes() const { return impl_->last_arena_size.load(std::memory_order_relaxed); }
+uint64_t Session::blocked_tensors() const { return impl_->last_blocked_tensors.load(std::memory_order_relaxed); }
 
 Status Session::Impl::run(ExecState& s, const TensorView* in, size_t n, double* node_seconds) {
   DTORCH_RETURN_IF_ERROR(check_inputs(in, n));
@@ -628,6 +700,7 @@ Status Session::Impl::run(ExecState& s, const TensorView* in, size_t n, double* 
   if (!same) {
     DTORCH_RETURN_IF_ERROR(plan(s, in));
     last_arena_size.store(s.arena_size, std::memory_order_relaxed);
+    last_blocked_tensors.store(s.blocked_count, std::memory_order_relaxed);
   }
   return execute(s, in, node_seconds);
 }

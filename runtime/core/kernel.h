@@ -39,6 +39,35 @@ class Attrs {
   const OpSchema* schema_ = nullptr;  // the node's operator (the defaults)
 };
 
+// Blocked layout ("NCHW16c"). A 4-D float32 tensor (N, C, H, W) with C a multiple of kLayoutBlock may live, between
+// two kernels that both take it, as N x C/16 x H x W x 16: element (n, c, h, w) at
+// (((n * C/16 + c / 16) * H + h) * W + w) * 16 + c % 16 -- the same bytes and the same logical shape (TensorView keeps
+// (N, C, H, W)). A vector of 16 channels at one position is then one aligned load or store: convolutions broadcast
+// each position's input and store their tiles without transposing, and their inputs' rows of 16-channel groups do
+// not fall into the few L1 sets that 64 channel planes of a power-of-two-ish size share. Which tensors are blocked
+// is the session's choice (executor.cc: a tensor is blocked when its producer and every consumer take it, it is
+// neither a model input nor a model output, and SessionOptions::blocked_layouts is on), made again for every set of
+// input shapes; a kernel sees it in KernelContext::blocked_inputs / blocked_outputs. Blocking never changes a
+// result: a kernel gives the same bits for either layout of its tensors.
+constexpr int64_t kLayoutBlock = 16;
+
+// What a kernel can take for one node (its attributes and inferred shapes): bit i of `inputs` says input i may be
+// blocked, bit k of `outputs` that output k may be (a kernel asks only for 4-D float32 tensors whose channel count is
+// a multiple of kLayoutBlock; the session checks it again). `tied`: the tensors named take one layout together (an
+// elementwise kernel that reads and writes them as flat arrays: all blocked, or none).
+struct LayoutCaps {
+  uint64_t inputs = 0;
+  uint64_t outputs = 0;
+  bool tied = false;
+};
+using LayoutFn = LayoutCaps (*)(const Attrs& attrs, const TensorView* inputs, int n_in, const TensorView* outputs,
+                                int n_out);
+
+// Whether a tensor may be stored blocked at all: 4-D float32 with whole 16-channel groups.
+inline bool blockable(const TensorView& t) {
+  return t.dtype == DType::kFloat32 && t.shape.ndim == 4 && t.shape.dims[1] > 0 && t.shape.dims[1] % kLayoutBlock == 0;
+}
+
 struct KernelContext {
   const Attrs* attrs = nullptr;
   ThreadPool* pool = nullptr;   // never null at run time; pool->size() >= 1
@@ -46,6 +75,10 @@ struct KernelContext {
   size_t scratch_bytes = 0;
   const void* prepared = nullptr;  // what the kernel's prepare wrote at load (null: no prepare, or it declined)
   size_t prepared_bytes = 0;
+  // Bit i: input i (outputs: output i) is in the blocked layout (kLayoutBlock). Only bits the kernel's LayoutCaps
+  // allowed for this node are ever set; 0 for kernels without a layouts function.
+  uint64_t blocked_inputs = 0;
+  uint64_t blocked_outputs = 0;
 };
 
 // infer: fill `out_shapes` (n_out entries) and `*scratch_bytes`; return an error naming what is wrong
@@ -99,6 +132,8 @@ struct KernelDef {
   // The operator's schema (core/ops_generated.h, from the catalogue): attributes, dtypes, in-place rule. The
   // registration macros fill op and arity from it.
   const OpSchema* schema = nullptr;
+  // Which of a node's tensors the kernel can take in the blocked layout (null: none; see LayoutCaps).
+  LayoutFn layouts = nullptr;
 };
 
 // The arity of an operator, from its schema.

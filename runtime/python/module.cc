@@ -205,9 +205,24 @@ flatbuffers::Offset<dtm::Attr> build_attr(flatbuffers::FlatBufferBuilder& fbb, c
                                                         "; expected int, float, str or a list of ints/floats"));
 }
 
+// NCHW <-> the blocked layout (core/kernel.h) of a blockable tensor's data.
+void to_blocked(const TensorView& t, const float* src, float* dst, bool inverse) {
+  const int64_t n = t.shape.dims[0], c = t.shape.dims[1], hw = t.shape.dims[2] * t.shape.dims[3];
+  for (int64_t i = 0; i < n; ++i)
+    for (int64_t ch = 0; ch < c; ++ch)
+      for (int64_t p = 0; p < hw; ++p) {
+        const int64_t plain = (i * c + ch) * hw + p;
+        const int64_t blocked = ((i * (c / kLayoutBlock) + ch / kLayoutBlock) * hw + p) * kLayoutBlock + ch % kLayoutBlock;
+        if (inverse)
+          dst[plain] = src[blocked];
+        else
+          dst[blocked] = src[plain];
+      }
+}
+
 py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list& inputs, int threads,
                     py::object output_dtypes, int num_outputs, py::object kernel_set, const std::string& kernels,
-                    bool prepare) {
+                    bool prepare, const std::vector<int>& blocked_inputs, const std::vector<int>& blocked_outputs) {
   KernelPolicy policy = KernelPolicy::kFast;
   if (!parse_kernel_policy(kernels.c_str(), &policy))
     throw_status(Status(StatusCode::kInvalidArgument,
@@ -322,8 +337,49 @@ py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list
     st = k->prepare(node_attrs, in.data(), static_cast<int>(in.size()), prepared.p, &prepared_bytes);
     if (!st.ok()) throw_status(st);
   }
+  // Blocked layouts: the kernel must offer them (its LayoutFn, as a session asks); the arrays stay NCHW for the
+  // caller and are converted around the run.
+  uint64_t bin = 0, bout = 0;
+  for (int i : blocked_inputs) {
+    if (i < 0 || i >= static_cast<int>(in.size()) || in[i].data == nullptr || !blockable(in[i]))
+      throw_status(Status(StatusCode::kInvalidArgument, "blocked_inputs: input " + std::to_string(i) +
+                                                            " is not a 4-D float32 tensor with C % 16 == 0"));
+    bin |= uint64_t{1} << i;
+  }
+  for (int i : blocked_outputs) {
+    if (i < 0 || i >= num_outputs || !blockable(out[i]))
+      throw_status(Status(StatusCode::kInvalidArgument, "blocked_outputs: output " + std::to_string(i) +
+                                                            " is not a 4-D float32 tensor with C % 16 == 0"));
+    bout |= uint64_t{1} << i;
+  }
+  std::vector<std::unique_ptr<AlignedBuffer>> blocked_copies;
+  std::vector<TensorView> run_out = out;
+  if (bin != 0 || bout != 0) {
+    const LayoutCaps caps = k->layouts == nullptr ? LayoutCaps{}
+                                                  : k->layouts(node_attrs, in.data(), static_cast<int>(in.size()),
+                                                               out.data(), num_outputs);
+    if ((bin & ~caps.inputs) != 0 || (bout & ~caps.outputs) != 0)
+      throw_status(Status(StatusCode::kUnsupported, "run_kernel: kernel " + op + " (" + k->kernel_set +
+                                                        ") does not take these tensors blocked here"));
+    if (caps.tied && !((bin == 0 && bout == 0) || (bin == caps.inputs && bout == caps.outputs)))
+      throw_status(Status(StatusCode::kUnsupported, "run_kernel: kernel " + op + " (" + k->kernel_set +
+                                                        ") takes its tensors blocked all together or not at all"));
+    for (size_t i = 0; i < in.size(); ++i) {
+      if (!((bin >> i) & 1)) continue;
+      blocked_copies.push_back(std::make_unique<AlignedBuffer>(in[i].nbytes()));
+      to_blocked(in[i], in[i].as<const float>(), static_cast<float*>(blocked_copies.back()->p), false);
+      in[i].data = blocked_copies.back()->p;
+    }
+    for (int i = 0; i < num_outputs; ++i) {
+      if (!((bout >> i) & 1)) continue;
+      blocked_copies.push_back(std::make_unique<AlignedBuffer>(out[i].nbytes()));
+      run_out[i].data = blocked_copies.back()->p;
+    }
+  }
   ThreadPool pool(threads);
   KernelContext ctx;
+  ctx.blocked_inputs = bin;
+  ctx.blocked_outputs = bout;
   ctx.attrs = &node_attrs;
   ctx.pool = &pool;
   ctx.scratch = scratch.p;
@@ -332,9 +388,11 @@ py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list
   ctx.prepared_bytes = prepared_bytes;
   {
     py::gil_scoped_release release;
-    st = k->run(ctx, in.data(), static_cast<int>(in.size()), out.data(), num_outputs);
+    st = k->run(ctx, in.data(), static_cast<int>(in.size()), run_out.data(), num_outputs);
   }
   if (!st.ok()) throw_status(st);
+  for (int i = 0; i < num_outputs; ++i)
+    if ((bout >> i) & 1) to_blocked(out[i], run_out[i].as<const float>(), out[i].as<float>(), true);
   return result;
 }
 
@@ -363,9 +421,11 @@ py::list list_kernel_sets() {
 // --- Session ------------------------------------------------------------------------------------
 class PySession {
  public:
-  static SessionOptions options(int threads, const std::string& kernels, const std::vector<std::string>& exclude) {
+  static SessionOptions options(int threads, const std::string& kernels, const std::vector<std::string>& exclude,
+                                bool blocked_layouts) {
     SessionOptions o;
     o.num_threads = threads;
+    o.blocked_layouts = blocked_layouts;
     o.exclude_kernel_sets = exclude;
     if (!parse_kernel_policy(kernels.c_str(), &o.kernels))
       throw_status(Status(StatusCode::kInvalidArgument,
@@ -373,18 +433,18 @@ class PySession {
     return o;
   }
   static PySession from_file(const std::string& path, int threads, const std::string& kernels,
-                             const std::vector<std::string>& exclude) {
+                             const std::vector<std::string>& exclude, bool blocked_layouts) {
     PySession s;
-    const SessionOptions o = options(threads, kernels, exclude);
+    const SessionOptions o = options(threads, kernels, exclude, blocked_layouts);
     Status st = Session::Create(path, o, &s.session_);
     if (!st.ok()) throw_status(st);
     return s;
   }
   static PySession from_bytes(py::buffer data, int threads, const std::string& kernels,
-                              const std::vector<std::string>& exclude) {
+                              const std::vector<std::string>& exclude, bool blocked_layouts) {
     PySession s;
     py::buffer_info bi = data.request();
-    const SessionOptions o = options(threads, kernels, exclude);
+    const SessionOptions o = options(threads, kernels, exclude, blocked_layouts);
     s.keep_ = data;  // CreateFromBuffer may borrow an aligned buffer
     Status st = Session::CreateFromBuffer(bi.ptr, static_cast<size_t>(bi.size * bi.itemsize), o, &s.session_);
     if (!st.ok()) throw_status(st);
@@ -425,6 +485,7 @@ class PySession {
     return d;
   }
   uint64_t arena_bytes() const { return session_->arena_bytes(); }
+  uint64_t blocked_tensors() const { return session_->blocked_tensors(); }
   py::list node_kernels() const {
     py::list l;
     for (const auto& k : session_->node_kernels()) l.append(py::make_tuple(k.op, dtype_name(k.dtype), k.kernel_set));
@@ -510,9 +571,11 @@ PYBIND11_MODULE(_C, m) {
   m.def("run_kernel", &run_kernel, py::arg("op"), py::arg("attrs"), py::arg("inputs"), py::kw_only(),
         py::arg("threads") = 1, py::arg("output_dtypes") = py::none(), py::arg("num_outputs") = 1,
         py::arg("kernel_set") = py::none(), py::arg("kernels") = "fast", py::arg("prepare") = true,
+        py::arg("blocked_inputs") = std::vector<int>{}, py::arg("blocked_outputs") = std::vector<int>{},
         "Run one kernel on NumPy arrays (None = absent optional input); returns the outputs. kernel_set=None "
         "runs the kernel a session with policy `kernels` ('fast', 'exact', 'portable') runs; a name ('portable', "
-        "'x86', 'avx512') runs that set's.");
+        "'x86', 'avx512') runs that set's. blocked_inputs / blocked_outputs: indices the kernel gets in the "
+        "blocked layout (NCHW16c; the arrays stay NCHW, converted around the run), refused unless it offers them.");
   m.def("plan_arena", &plan_arena_py, py::arg("nodes"), py::arg("tensors"),
         "The runtime's arena planner (core/planner.h), the one the exporter writes into .dtm files. nodes: "
         "(inplace rule 'none'|'always'|'same_shape', input tensor indices (-1 absent), output tensor indices, "
@@ -523,14 +586,17 @@ PYBIND11_MODULE(_C, m) {
         "Every registered kernel as (op, dtype, kernel_set, priority), sorted; sets the CPU lacks are absent.");
   py::class_<PySession>(m, "Session", "A loaded .dtm model (use dtorch.runtime.InferenceSession).")
       .def_static("from_file", &PySession::from_file, py::arg("path"), py::arg("threads") = 1,
-                  py::arg("kernels") = "fast", py::arg("exclude_kernel_sets") = std::vector<std::string>{})
+                  py::arg("kernels") = "fast", py::arg("exclude_kernel_sets") = std::vector<std::string>{},
+                  py::arg("blocked_layouts") = true)
       .def_static("from_bytes", &PySession::from_bytes, py::arg("data"), py::arg("threads") = 1,
-                  py::arg("kernels") = "fast", py::arg("exclude_kernel_sets") = std::vector<std::string>{})
+                  py::arg("kernels") = "fast", py::arg("exclude_kernel_sets") = std::vector<std::string>{},
+                  py::arg("blocked_layouts") = true)
       .def("node_kernels", [](const PySession& s) { return s.node_kernels(); })
       .def("inputs", &PySession::inputs)
       .def("outputs", &PySession::outputs)
       .def("info", &PySession::info)
       .def("arena_bytes", &PySession::arena_bytes)
+      .def("blocked_tensors", &PySession::blocked_tensors)
       .def("run", &PySession::run, py::arg("inputs"))
       .def("test_vector", &PySession::test_vector);
 }

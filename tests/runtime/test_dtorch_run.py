@@ -237,6 +237,23 @@ def test_exclude_kernel_set_option(binaries: Path, zoo_models: dict[str, Path]) 
     assert "--exclude-kernel-set needs a value" in one_error_line(run(binaries, path, "--exclude-kernel-set"))
 
 
+def test_layouts_option(binaries: Path, zoo_models: dict[str, Path], tmp_path: Path) -> None:
+    """--layouts nchw keeps every tensor NCHW (SessionOptions::blocked_layouts = false): the same output bits."""
+    path = str(zoo_models["simplenet"])
+    x = np.random.default_rng(0).standard_normal((2, 3, 32, 32)).astype(np.float32)
+    np.save(tmp_path / "x.npy", x)
+    outs = []
+    for layouts in ("blocked", "nchw"):
+        out = tmp_path / f"{layouts}.npy"
+        r = run(binaries, path, "--input", str(tmp_path / "x.npy"), "--output", str(out), "--layouts", layouts)
+        assert r.returncode == 0, r.stderr
+        outs.append(np.load(out))
+    np.testing.assert_array_equal(outs[0], outs[1])
+    r = run(binaries, path, "--layouts", "nhwc", "--info")
+    assert r.returncode == 2 and "--layouts needs blocked or nchw, got 'nhwc'" in one_error_line(r)
+    assert "--layouts needs a value" in one_error_line(run(binaries, path, "--layouts"))
+
+
 def test_setup_installs_the_host_dtorch_run_in_the_venv(tmp_path: Path) -> None:
     """After scripts/setup.sh (the README's Quickstart), the venv has the native host runner."""
     import sys

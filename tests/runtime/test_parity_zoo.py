@@ -129,3 +129,73 @@ def test_bad_kernel_set_exclusions_are_refused(exported):
         rt.InferenceSession(str(path), exclude_kernel_sets=[""])
     with pytest.raises(TypeError, match="exclude_kernel_sets must be a list of kernel set names, got 'avx512'"):
         rt.InferenceSession(str(path), exclude_kernel_sets="avx512")
+
+
+@pytest.mark.parametrize("name", _models())
+def test_blocked_layouts_give_identical_bits(exported, name):
+    """A session keeps tensors between kernels that take it in the blocked layout (NCHW16c); the results are the
+    bits of an all-NCHW session, for any batch (the choice is made again per shape) and thread count."""
+    model, path, make_input = exported[name]
+    plain = rt.InferenceSession(str(path), blocked_layouts=False)
+    for batch in (1, 3):
+        x = make_input(batch).numpy()
+        want = plain.run(None, {"input": x})[0]
+        assert plain.blocked_tensors() == 0
+        for threads in (1, 2):
+            sess = rt.InferenceSession(str(path), threads=threads)
+            got = sess.run(None, {"input": x})[0]
+            np.testing.assert_array_equal(got, want)
+            assert np.array_equal(np.signbit(got), np.signbit(want))
+    with pytest.raises(TypeError, match="blocked_layouts must be True or False, got 'no'"):
+        rt.InferenceSession(str(path), blocked_layouts="no")
+
+
+class _Chain(dt.nn.Module):
+    """Blocked-capable nodes (convolutions, depthwise, residual add, max pool, global mean) mixed with ones that are
+    not (a sigmoid between convolutions, a broadcast add, a concat, 24-channel tensors), and a model output taken
+    from the middle of a chain."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        nn = dt.nn
+        self.stem = nn.Conv2d(3, 32, 3, stride=2, padding=1)
+        self.pool = nn.MaxPool2d(3, stride=2, padding=1)
+        self.c1 = nn.Conv2d(32, 32, 3, padding=1)
+        self.c2 = nn.Conv2d(32, 32, 3, padding=1)
+        self.dw = nn.Conv2d(32, 32, 3, padding=1, groups=32)
+        self.pw = nn.Conv2d(32, 24, 1)
+        self.up = nn.Conv2d(24, 48, 1)
+        self.c3 = nn.Conv2d(48, 16, 3, stride=2, padding=1)
+        self.c4 = nn.Conv2d(32, 16, 1)
+
+    def forward(self, x):
+        F = dt.nn.functional
+        x = self.pool(F.relu(self.stem(x)))
+        y = F.relu(self.c1(x))
+        x = F.relu(self.c2(y) + x)                   # residual: blocked together
+        s = dt.sigmoid(self.dw(x))                    # not fused into the convolution: NCHW around it
+        z = self.up(F.relu(self.pw(s + 1.0)))         # a broadcast add, a 24-channel tensor
+        a = self.c3(z)
+        b = self.c4(dt.cat([a, a], dim=1))
+        return b.mean(dim=(2, 3)), y
+
+
+def test_blocked_layouts_on_a_mixed_chain(tmp_path):
+    dt.manual_seed(0)
+    model = _Chain().eval()
+    x = dt.randn(2, 3, 37, 41)
+    path = tmp_path / "chain.dtm"
+    dt.export(model, x, str(path), dynamic_axes={"input": {0: "batch"}})
+    with dt.no_grad():
+        ref = [t.numpy() for t in model(x)]
+    xs = {"input": x.numpy()}
+    plain = rt.InferenceSession(str(path), blocked_layouts=False).run(None, xs)
+    sess = rt.InferenceSession(str(path))
+    got = sess.run(None, xs)
+    for g, p, r in zip(got, plain, ref):
+        np.testing.assert_array_equal(g, p)
+        assert np.max(np.abs(g - r)) <= 1e-5 * max(1.0, float(np.max(np.abs(r))))
+    if ("conv2d", "avx512") in {(op, ks) for op, _, ks, _ in rt._C.registered_kernel_sets()}:
+        assert sess.blocked_tensors() > 0
+    else:
+        print("test_blocked_layouts_on_a_mixed_chain: no avx512 kernels on this CPU: nothing is blocked")

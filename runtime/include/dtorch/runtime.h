@@ -41,6 +41,10 @@ struct SessionOptions {
   // whose RunResult holds none takes an idle one, or makes one when every kept state is in use (Runs on several
   // threads at once); a state handed back when this many are idle is freed.
   int max_idle_states = 4;
+  // Whether tensors between kernels that both take it may be stored in the blocked layout (NCHW16c, core/kernel.h:
+  // convolution chains on the avx512 set). Results are the same bits either way; off keeps every tensor NCHW
+  // (to compare, or to time the difference).
+  bool blocked_layouts = true;
 };
 
 struct IOInfo {
@@ -137,6 +141,8 @@ class Session {
 
   // Bytes of the arena the latest planning (by any Run) laid out; RunResult::arena_bytes() is one result's.
   uint64_t arena_bytes() const;
+  // How many tensors the latest planning keeps in the blocked layout (SessionOptions::blocked_layouts).
+  uint64_t blocked_tensors() const;
 
   struct Impl;
 

@@ -64,3 +64,7 @@ __attribute__((target("no-sse3"), noinline)) inline bool x86_avx512_supported() 
 #define DTORCH_REGISTER_AVX512_KERNEL(op, dtype, infer, run, prepare)                                         \
   DTORCH_REGISTER_ISA_KERNEL("avx512", ::dtorch::kAvx512KernelRank, false, ::dtorch::kernels::x86_avx512_supported, \
                              op, dtype, infer, run, prepare)
+// The same with the kernel's LayoutFn (core/kernel.h).
+#define DTORCH_REGISTER_AVX512_LAYOUT_KERNEL(op, dtype, infer, run, prepare, layouts)                            \
+  DTORCH_REGISTER_ISA_LAYOUT_KERNEL("avx512", ::dtorch::kAvx512KernelRank, false,                                 \
+                                     ::dtorch::kernels::x86_avx512_supported, op, dtype, infer, run, prepare, layouts)

@@ -27,6 +27,9 @@
 // Planes whose positions do not fit 32-bit gather indices run the best bit-exact kernel (x86 or portable), found through the registry.
 #include <immintrin.h>
 
+#include <algorithm>
+#include <cstring>
+
 #include "kernels/avx512/avx512.h"
 #include "kernels/avx512/depthwise_avx512.h"
 #include "kernels/avx512/gemm_avx512.h"
@@ -470,43 +473,67 @@ void transpose_out(ThreadPool* pool, const float* yt, int64_t ohw, int64_t og, f
 // chain: the same bits as the GEMM.
 constexpr int kCR = 14;  // positions per tile
 
-// One tile: positions [0, MR) at a + off[k] + r * SW, channels [0, noc) of the panel b (K x 32, k-major).
-template <int MR, int SW>
+// One tile: positions [0, MR) at a + off[k] + r * PS (PS: floats from one position's input to the next: the column
+// stride in an NCHW source, 16 x it in a blocked one), channels [0, noc) of the panel b (K x 32, k-major). Y is NCHW
+// (YB false: the tile is transposed in registers and stored as noc rows of MR positions, rows ohw floats apart) or
+// blocked (YB: each position's 16 channels are one store; y is the panel's first 16-channel block at the tile's first
+// position, the second block ohw * 16 floats further).
+template <int MR, int PS, bool YB, int NV>
 void channel_tile(int64_t K, const float* a, const int64_t* off, const float* b, const float* bias, int noc,
                   const kernels::Activation& act, float* y, int64_t ohw) {
-  __m512 c[MR][2];
-  const __mmask16 m0 = k5::mask16(noc), m1 = k5::mask16(noc - 16);
-  const __m512 b0 = bias == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m0, bias);
-  const __m512 b1 = bias == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(m1, bias + 16);
+  static_assert(NV == 1 || NV == 2, "one or two vectors of output channels");
+  __m512 c0[MR], c1[MR];  // channels [0, 16) and [16, 32) of each position (c1 unused when NV = 1)
+  const __m512 b0 = bias == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(k5::mask16(noc), bias);
+  const __m512 b1 = bias == nullptr || NV == 1 ? _mm512_setzero_ps()
+                                               : _mm512_maskz_loadu_ps(k5::mask16(noc - 16), bias + 16);
   DTORCH_AVX512_UNROLL
   for (int r = 0; r < MR; ++r) {
-    c[r][0] = b0;
-    c[r][1] = b1;
+    c0[r] = b0;
+    c1[r] = b1;
   }
   for (int64_t k = 0; k < K; ++k) {
     const float* ak = a + off[k];
-    const __m512 w0 = _mm512_load_ps(b), w1 = _mm512_load_ps(b + 16);
+    const __m512 w0 = _mm512_load_ps(b);
+    const __m512 w1 = NV == 2 ? _mm512_load_ps(b + 16) : w0;
     DTORCH_AVX512_UNROLL
     for (int r = 0; r < MR; ++r) {
-      const __m512 x = _mm512_set1_ps(ak[r * SW]);
-      c[r][0] = _mm512_fmadd_ps(x, w0, c[r][0]);
-      c[r][1] = _mm512_fmadd_ps(x, w1, c[r][1]);
+      const __m512 x = _mm512_set1_ps(ak[r * PS]);
+      c0[r] = _mm512_fmadd_ps(x, w0, c0[r]);
+      if (NV == 2) c1[r] = _mm512_fmadd_ps(x, w1, c1[r]);
     }
     b += k5::kNR;
   }
-  const __mmask16 mp = k5::mask16(MR);
-  for (int v = 0; v < 2; ++v) {
-    const int n = noc - 16 * v;
-    if (n <= 0) break;
-    __m512 t[16];
+  if constexpr (YB) {  // blocked Y: noc is 16 or 32 (its channel count is a multiple of 16)
+    // Activations the registers cannot apply (done false: the same for every vector) run over the stored rows
+    // afterwards, once no accumulator is live (a call inside the stores would spill them all).
+    bool done = false;
+    float* y1 = y + ohw * kLayoutBlock;
+    const bool two = NV == 2 && noc > 16;
     DTORCH_AVX512_UNROLL
-    for (int r = 0; r < 16; ++r) t[r] = r < MR ? c[r][v] : _mm512_setzero_ps();
-    transpose16(t);
-    for (int j = 0; j < 16 && j < n; ++j) {
-      float* row = y + (16 * v + j) * ohw;
-      bool done = false;
-      _mm512_mask_storeu_ps(row, mp, k5::activate(act, t[j], &done));
-      if (!done) kernels::bias_activation(act, 0.0f, row, MR);
+    for (int r = 0; r < MR; ++r) _mm512_storeu_ps(y + r * kLayoutBlock, k5::activate(act, c0[r], &done));
+    if (two) {
+      DTORCH_AVX512_UNROLL
+      for (int r = 0; r < MR; ++r) _mm512_storeu_ps(y1 + r * kLayoutBlock, k5::activate(act, c1[r], &done));
+    }
+    if (!done) {
+      kernels::bias_activation(act, 0.0f, y, MR * kLayoutBlock);
+      if (two) kernels::bias_activation(act, 0.0f, y1, MR * kLayoutBlock);
+    }
+  } else {
+    const __mmask16 mp = k5::mask16(MR);
+    for (int v = 0; v < NV; ++v) {
+      const int n = noc - 16 * v;
+      if (n <= 0) break;
+      __m512 t[16];
+      DTORCH_AVX512_UNROLL
+      for (int r = 0; r < 16; ++r) t[r] = r < MR ? (v == 0 ? c0[r] : c1[r]) : _mm512_setzero_ps();
+      transpose16(t);
+      for (int j = 0; j < 16 && j < n; ++j) {
+        float* row = y + (16 * v + j) * ohw;
+        bool done = false;
+        _mm512_mask_storeu_ps(row, mp, k5::activate(act, t[j], &done));
+        if (!done) kernels::bias_activation(act, 0.0f, row, MR);
+      }
     }
   }
 }
@@ -514,16 +541,33 @@ void channel_tile(int64_t K, const float* a, const int64_t* off, const float* b,
 using ChannelTileFn = void (*)(int64_t, const float*, const int64_t*, const float*, const float*, int,
                                const kernels::Activation&, float*, int64_t);
 
-template <int SW>
+template <int PS, bool YB, int NV>
 ChannelTileFn channel_tile_for(int mr) {
   static constexpr ChannelTileFn kTiles[kCR] = {
-      channel_tile<1, SW>, channel_tile<2, SW>, channel_tile<3, SW>, channel_tile<4, SW>,
-      channel_tile<5, SW>, channel_tile<6, SW>, channel_tile<7, SW>, channel_tile<8, SW>,
-      channel_tile<9, SW>, channel_tile<10, SW>, channel_tile<11, SW>, channel_tile<12, SW>,
-      channel_tile<13, SW>, channel_tile<14, SW>};
+      channel_tile<1, PS, YB, NV>, channel_tile<2, PS, YB, NV>, channel_tile<3, PS, YB, NV>,
+      channel_tile<4, PS, YB, NV>, channel_tile<5, PS, YB, NV>, channel_tile<6, PS, YB, NV>,
+      channel_tile<7, PS, YB, NV>, channel_tile<8, PS, YB, NV>, channel_tile<9, PS, YB, NV>,
+      channel_tile<10, PS, YB, NV>, channel_tile<11, PS, YB, NV>, channel_tile<12, PS, YB, NV>,
+      channel_tile<13, PS, YB, NV>, channel_tile<14, PS, YB, NV>};
   return kTiles[mr - 1];
 }
 static_assert(kCR == 14, "channel_tile_for lists 1..14 positions");
+
+// The tile for a position stride of ps floats (1, 2: NCHW sources; 16, 32: blocked ones), Y's layout and, for a
+// blocked Y, the panel's channels (16: one accumulator vector per position, no FMA on the panel's zero half).
+template <bool YB, int NV>
+ChannelTileFn channel_tile_nv(int64_t ps, int mr) {
+  switch (ps) {
+    case 1: return channel_tile_for<1, YB, NV>(mr);
+    case 2: return channel_tile_for<2, YB, NV>(mr);
+    case kLayoutBlock: return channel_tile_for<kLayoutBlock, YB, NV>(mr);
+    default: return channel_tile_for<2 * kLayoutBlock, YB, NV>(mr);
+  }
+}
+ChannelTileFn channel_tile_pick(bool yb, int64_t ps, int noc, int mr) {
+  if (!yb) return channel_tile_nv<false, 2>(ps, mr);
+  return noc <= 16 ? channel_tile_nv<true, 1>(ps, mr) : channel_tile_nv<true, 2>(ps, mr);
+}
 
 // Tiles of one output row (or of the flat plane): `len` positions in ceil(len / kCR) tiles of nearly equal size
 // (a 16-wide row runs 8 + 8, not 14 + 2; 56 and 28 run whole tiles of 14).
@@ -540,16 +584,18 @@ struct RowTiles {
 // shortcuts read in place) 1.0-1.6x.
 bool channel_major(const Geo& g) { return g.og >= k5::kNR && g.cg * g.kh * g.kw >= 192; }
 
-// Where a channel-major convolution's broadcasts read: the input in place (no padding), a zero-padded copy
+// Where a channel-major convolution's broadcasts read. An NCHW input: in place (no padding), a zero-padded copy
 // (column stride 1 or 2: at stride 2 a plain row copy is 5-7% faster over the whole convolution than the phase
-// planes' de-interleaving), or the phase planes (other column strides).
+// planes' de-interleaving), or the phase planes (other column strides). A blocked input (kLayoutBlock channels per
+// position, column strides 1 and 2): in place, or a zero-padded blocked copy.
 struct ChannelSource {
   enum Kind { kInPlace, kPadded, kPlanes } kind;
-  PlaneLayout l;    // the source's layout (kInPlace: the input's)
+  bool blocked;     // the source holds 16-channel blocks (kLayoutBlock floats per position)
+  PlaneLayout l;    // the source's layout (kInPlace: the input's), in positions
   int64_t sh, sw;   // source rows and columns (within a plane) from one output position to the next
-  explicit ChannelSource(const Geo& g) : l{1, 1, g.h, g.w}, sh(g.sh), sw(g.sw) {
+  ChannelSource(const Geo& g, bool blocked_x) : blocked(blocked_x), l{1, 1, g.h, g.w}, sh(g.sh), sw(g.sw) {
     const bool padded = g.pt != 0 || g.pb != 0 || g.pl != 0 || g.pr != 0;
-    kind = g.sw > 2 ? kPlanes : padded ? kPadded : kInPlace;
+    kind = g.sw > 2 && !blocked ? kPlanes : padded ? kPadded : kInPlace;
     if (kind == kPlanes) {
       l = DirectPlan(g).l;
       sh = sw = 1;
@@ -558,39 +604,78 @@ struct ChannelSource {
       l.wp = (g.ow - 1) * g.sw + (g.kw - 1) * g.dw + 1;
     }
   }
-  // A tile may run across output rows (the flat plane) when consecutive positions are consecutive floats.
+  int64_t unit() const { return blocked ? kLayoutBlock : 1; }  // floats per position and channel (block)
+  // A tile may run across output rows (the flat plane) when consecutive positions are consecutive in the source.
   bool flat(const Geo& g) const { return kind == kInPlace && g.pointwise; }
   // Scratch floats: the row offsets, then the copy.
   int64_t floats(const Geo& g) const { return off_floats(g) + (kind == kInPlace ? 0 : g.cg * l.chan()); }
 };
 
+// off[k] for kernel row k = (c, i, j) of a blocked source laid out as l (sh = sw = 1): where tap (i, j) of channel c
+// reads for output position (0, 0).
+void blocked_offsets(const Geo& g, const PlaneLayout& l, int64_t* off) {
+  const int64_t B = kLayoutBlock;
+  for (int64_t c = 0; c < g.cg; ++c)
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int64_t j = 0; j < g.kw; ++j)
+        off[(c * g.kh + i) * g.kw + j] = (c / B) * l.chan() * B + (i * g.dh * l.wp + j * g.dw) * B + c % B;
+}
+
+// One image's blocked input, zero-padded to l (hp x wp positions per 16-channel block; padded row 0 and column 0
+// are input row -pt and column -pl).
+void copy_blocked_padded(ThreadPool* pool, const Geo& g, const PlaneLayout& l, const float* x, float* xp) {
+  const int64_t B = kLayoutBlock, rows = g.cg / B * l.hp;
+  kernels::parallel_chunks(pool, rows, 16, [&](int64_t rb, int64_t re) {
+    for (int64_t cr = rb; cr < re; ++cr) {
+      const int64_t cb = cr / l.hp, r = cr % l.hp, ih = r - g.pt;
+      float* dst = xp + (cb * l.hp + r) * l.wp * B;
+      if (ih < 0 || ih >= g.h) {
+        std::memset(dst, 0, static_cast<size_t>(l.wp * B) * sizeof(float));
+        continue;
+      }
+      const int64_t lo = g.pl < l.wp ? g.pl : l.wp;                       // padded columns before the row
+      const int64_t n = g.w < l.wp - lo ? g.w : l.wp - lo;                 // input columns the taps reach
+      std::memset(dst, 0, static_cast<size_t>(lo * B) * sizeof(float));
+      std::memcpy(dst + lo * B, x + (cb * g.h + ih) * g.w * B, static_cast<size_t>(n * B) * sizeof(float));
+      std::memset(dst + (lo + n) * B, 0, static_cast<size_t>((l.wp - lo - n) * B) * sizeof(float));
+    }
+  });
+}
+
 // One image and group, channel-major: the source, its row offsets, then the tiles: units (panel of 32 channels,
-// output row or flat chunk), panel-major so a panel of weights is reused from cache.
+// output row or flat chunk), panel-major so a panel of weights is reused from cache. xb / yb: X / Y blocked (then
+// the group is the whole convolution: blocked layouts are offered for groups = 1 only).
 void channel_gemm(ThreadPool* pool, const Geo& g, const float* wg, const float* xg, const float* bias,
-                  const kernels::Activation& act, float* yg, float* work) {
+                  const kernels::Activation& act, float* yg, float* work, bool xb = false, bool yb = false) {
   const int64_t K = g.cg * g.kh * g.kw, ohw = g.oh * g.ow;
-  const ChannelSource cs(g);
+  const ChannelSource cs(g, xb);
   int64_t* off = reinterpret_cast<int64_t*>(work);
   const float* src = xg;
   if (cs.kind != ChannelSource::kInPlace) {
     float* xp = work + off_floats(g);
-    copy_phases(pool, g, cs.l, xg, xp);
+    if (xb)
+      copy_blocked_padded(pool, g, cs.l, xg, xp);
+    else
+      copy_phases(pool, g, cs.l, xg, xp);
     src = xp;
   }
-  plane_offsets(g, cs.l, off);
+  if (xb)
+    blocked_offsets(g, cs.l, off);
+  else
+    plane_offsets(g, cs.l, off);
   const bool flat = cs.flat(g);
   const RowTiles rt(flat ? ohw : g.ow);
   const int64_t rows = flat ? 1 : g.oh, per_panel = rows * rt.n, panels = kernels::ceil_div(g.og, k5::kNR);
+  const int64_t unit = cs.unit(), ps = cs.sw * unit, yu = yb ? kLayoutBlock : 1;
   kernels::parallel_chunks(pool, panels * per_panel, 1, [&](int64_t ub, int64_t ue) {
     for (int64_t u = ub; u < ue; ++u) {
       const int64_t a = u / per_panel, oh = (u % per_panel) / rt.n, t = u % rt.n;
       const int64_t p0 = rt.begin(t), mr = rt.begin(t + 1) - p0;
       const int noc = static_cast<int>(g.og - a * k5::kNR < k5::kNR ? g.og - a * k5::kNR : k5::kNR);
-      const float* at = flat ? src + p0 : src + oh * cs.sh * cs.l.wp + p0 * cs.sw;
+      const float* at = flat ? src + p0 * unit : src + (oh * cs.sh * cs.l.wp + p0 * cs.sw) * unit;
       const float* ba = bias == nullptr ? nullptr : bias + a * k5::kNR;
-      const ChannelTileFn tile = cs.sw == 2 ? channel_tile_for<2>(static_cast<int>(mr))
-                                            : channel_tile_for<1>(static_cast<int>(mr));
-      tile(K, at, off, wg + a * k5::kNR * K, ba, noc, act, yg + a * k5::kNR * ohw + oh * g.ow + p0, ohw);
+      const ChannelTileFn tile = channel_tile_pick(yb, ps, noc, static_cast<int>(mr));
+      tile(K, at, off, wg + a * k5::kNR * K, ba, noc, act, yg + a * k5::kNR * ohw + (oh * g.ow + p0) * yu, ohw);
     }
   });
 }
@@ -800,7 +885,7 @@ void run_depthwise(ThreadPool* pool, const Geo& g, const float* x, const float* 
 struct Avx512 {
   static constexpr int64_t kPanel = kWP;
   static size_t work_floats(const Geo& g) {  // the transposed product's buffers
-    if (channel_major(g)) return static_cast<size_t>(ChannelSource(g).floats(g));
+    if (channel_major(g)) return static_cast<size_t>(ChannelSource(g, false).floats(g));
     if (transposed(g)) return static_cast<size_t>(cols_t_floats(g) + g.oh * g.ow * g.og);
     return direct(g) ? static_cast<size_t>(DirectPlan(g).floats(g)) : 0;
   }
@@ -815,6 +900,156 @@ struct Avx512 {
 };
 using Conv = kernels::FmaConv2d<Avx512>;
 
+// --- blocked layouts (core/kernel.h) -----------------------------------------------------------------------
+//
+// Dense convolutions (groups = 1) take a blocked X (column stride 1 or 2) and write a blocked Y, in any
+// combination with NCHW: they run channel-major then, whatever their K (a blocked Y needs no transposition, so the
+// tile pays for short K too), with the same products in the same order as every other path: the same bits.
+
+// Depthwise convolutions take X and Y blocked together: each vector is one position's 16 channels, so no lane is
+// spent on padding or on a row's end and every stride reads plain loads. Each output starts at its bias and adds its
+// taps in (row, column) order with one FMA each, skipping rows outside the image and adding +0 for columns outside
+// it, as depthwise_plane and kernels/avx512/depthwise_avx512.h do: the same bits.
+constexpr int64_t kDwBlockedTaps = 49;  // weights of kernels up to 7 x 7 kept per channel block
+constexpr int kDwPos = 8;               // positions per step (independent FMA chains)
+
+void depthwise_blocked(ThreadPool* pool, const Geo& g, const float* x, const float* w, const float* bias, float* y) {
+  const int64_t B = kLayoutBlock, taps = g.kh * g.kw, cb = g.c / B;
+  // Output columns [lo, hi) read only columns inside the input row.
+  int64_t lo = 0, hi = g.ow;
+  while (lo < g.ow && lo * g.sw - g.pl < 0) ++lo;
+  while (hi > lo && (hi - 1) * g.sw - g.pl + (g.kw - 1) * g.dw >= g.w) --hi;
+  kernels::parallel_chunks(pool, g.n * cb * g.oh, 4, [&](int64_t ub, int64_t ue) {
+    __m512 wv[kDwBlockedTaps];
+    int64_t loaded = -1;
+    for (int64_t u = ub; u < ue; ++u) {
+      const int64_t plane = u / g.oh, oh = u % g.oh, blk = plane % cb;
+      if (plane != loaded) {  // the block's weights: tap t of channel c is w[c * taps + t]
+        const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
+                                               _mm512_set1_epi32(static_cast<int32_t>(taps)));
+        for (int64_t t = 0; t < taps; ++t)
+          wv[t] = _mm512_mask_i32gather_ps(_mm512_setzero_ps(), __mmask16{0xFFFF}, idx, w + blk * B * taps + t, 4);
+        loaded = plane;
+      }
+      const __m512 b = bias == nullptr ? _mm512_setzero_ps() : _mm512_loadu_ps(bias + blk * B);
+      const float* xp = x + plane * g.h * g.w * B;
+      float* yr = y + (plane * g.oh + oh) * g.ow * B;
+      int64_t i0 = 0, i1 = g.kh;  // kernel rows inside the image
+      while (i0 < g.kh && oh * g.sh - g.pt + i0 * g.dh < 0) ++i0;
+      while (i1 > i0 && oh * g.sh - g.pt + (i1 - 1) * g.dh >= g.h) --i1;
+      auto finish = [&](__m512 acc, float* o) {
+        bool done = false;
+        _mm512_storeu_ps(o, k5::activate(g.act, acc, &done));
+        if (!done) kernels::bias_activation(g.act, 0.0f, o, B);
+      };
+      auto one = [&](int64_t ow) {  // a border position: +0 for the columns outside the row
+        __m512 acc = b;
+        for (int64_t i = i0; i < i1; ++i) {
+          const float* xr = xp + (oh * g.sh - g.pt + i * g.dh) * g.w * B;
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const int64_t iw = ow * g.sw - g.pl + j * g.dw;
+            const __m512 v = iw >= 0 && iw < g.w ? _mm512_loadu_ps(xr + iw * B) : _mm512_setzero_ps();
+            acc = _mm512_fmadd_ps(wv[i * g.kw + j], v, acc);
+          }
+        }
+        finish(acc, yr + ow * B);
+      };
+      for (int64_t ow = 0; ow < lo; ++ow) one(ow);
+      int64_t ow = lo;
+      for (; ow + kDwPos <= hi; ow += kDwPos) {
+        __m512 acc[kDwPos];
+        DTORCH_AVX512_UNROLL
+        for (int p = 0; p < kDwPos; ++p) acc[p] = b;
+        for (int64_t i = i0; i < i1; ++i) {
+          const float* xr = xp + ((oh * g.sh - g.pt + i * g.dh) * g.w + ow * g.sw - g.pl) * B;
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const __m512 wt = wv[i * g.kw + j];
+            const float* xj = xr + j * g.dw * B;
+            DTORCH_AVX512_UNROLL
+            for (int p = 0; p < kDwPos; ++p) acc[p] = _mm512_fmadd_ps(wt, _mm512_loadu_ps(xj + p * g.sw * B), acc[p]);
+          }
+        }
+        DTORCH_AVX512_UNROLL
+        for (int p = 0; p < kDwPos; ++p) finish(acc[p], yr + (ow + p) * B);
+      }
+      for (; ow < g.ow; ++ow) one(ow);
+    }
+  });
+}
+
+// The node's geometry when it may run blocked, else false.
+bool blocked_geometry(const Attrs& attrs, const TensorView* in, int n_in, const TensorView& out, Geo* g) {
+  if (n_in < 2 || in[0].shape.ndim != 4 || in[1].shape.ndim != 4 || out.shape.ndim != 4) return false;
+  if (!kernels::fma_conv_geometry("conv2d", attrs, in, out.shape, g).ok()) return false;
+  if (!kernels::conv_shapes_agree(*g, in, out)) return false;
+  return (g->gemm && g->groups == 1) || (g->depthwise && g->kh * g->kw <= kDwBlockedTaps);
+}
+
+bool blocked_x_ok(const Geo& g, const TensorView& x) { return blockable(x) && (g.sw == 1 || g.sw == 2); }
+
+LayoutCaps layouts(const Attrs& attrs, const TensorView* in, int n_in, const TensorView* out, int n_out) {
+  LayoutCaps caps;
+  Geo g{};
+  if (n_out != 1 || !blocked_geometry(attrs, in, n_in, out[0], &g)) return caps;
+  if (g.depthwise) {  // X and Y together
+    if (blockable(in[0]) && blockable(out[0])) {
+      caps.inputs = caps.outputs = 1;
+      caps.tied = true;
+    }
+    return caps;
+  }
+  caps.inputs = blocked_x_ok(g, in[0]) ? 1 : 0;
+  caps.outputs = blockable(out[0]) ? 1 : 0;
+  return caps;
+}
+
+// Conv's scratch, or the channel-major path's for either layout of X when the node may run blocked.
+Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
+  DTORCH_RETURN_IF_ERROR(Conv::infer(attrs, in, n_in, out, n_out, scratch_bytes));
+  TensorView y;
+  y.shape = out[0];
+  Geo g{};
+  if (n_out == 1 && blocked_geometry(attrs, in, n_in, y, &g) && !g.depthwise) {
+    const int64_t work = std::max(ChannelSource(g, false).floats(g), ChannelSource(g, true).floats(g));
+    *scratch_bytes = std::max(*scratch_bytes, static_cast<size_t>(Conv::group_floats(g) + work) * sizeof(float));
+  }
+  return Status::Ok();
+}
+
+Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
+  const bool xb = ctx.blocked_inputs & 1, yb = ctx.blocked_outputs & 1;
+  if (!xb && !yb) return Conv::run(ctx, in, n_in, out, n_out);
+  Geo g{};
+  if (n_out != 1 || (ctx.blocked_inputs >> 1) != 0 || !blocked_geometry(*ctx.attrs, in, n_in, out[0], &g) ||
+      (xb && !blocked_x_ok(g, in[0])) || (yb && !blockable(out[0])))
+    return kernels::op_error(StatusCode::kInternal, "conv2d", "asked to run a blocked layout its layouts() did not offer");
+  if (out[0].shape.numel() == 0) return Status::Ok();
+  const float* x = in[0].as<const float>();
+  const float* bias = kernels::optional_present(in, n_in, 2) ? in[2].as<const float>() : nullptr;
+  float* y = out[0].as<float>();
+  if (g.depthwise) {
+    if (!xb || !yb) return kernels::op_error(StatusCode::kInternal, "conv2d", "a depthwise layout must be tied");
+    depthwise_blocked(ctx.pool, g, x, in[1].as<const float>(), bias, y);
+    return Status::Ok();
+  }
+  const int64_t K = g.cg * g.kh * g.kw, packed = Conv::group_floats(g);
+  const size_t need = static_cast<size_t>(packed + std::max(ChannelSource(g, false).floats(g),
+                                                            ChannelSource(g, true).floats(g))) * sizeof(float);
+  if (ctx.scratch_bytes < need)
+    return kernels::op_error(StatusCode::kInternal, "conv2d", "scratch of %zu bytes is smaller than the %zu bytes infer asked for",
+                    ctx.scratch_bytes, need);
+  float* scratch = static_cast<float*>(ctx.scratch);
+  const float* ap = static_cast<const float*>(ctx.prepared);
+  if (ap == nullptr || ctx.prepared_bytes != static_cast<size_t>(packed) * sizeof(float)) {
+    Conv::pack_weights(ctx.pool, 1, g.og, K, in[1].as<const float>(), scratch);
+    ap = scratch;
+  }
+  for (int64_t n = 0; n < g.n; ++n)
+    channel_gemm(ctx.pool, g, ap, x + n * g.c * g.h * g.w, bias, g.act, y + n * g.o * g.oh * g.ow, scratch + packed,
+                 xb, yb);
+  return Status::Ok();
+}
+
 }  // namespace
-DTORCH_REGISTER_AVX512_KERNEL(conv2d, DType::kFloat32, Conv::infer, Conv::run, Conv::prepare);
+DTORCH_REGISTER_AVX512_LAYOUT_KERNEL(conv2d, DType::kFloat32, infer, run, Conv::prepare, layouts);
 }  // namespace dtorch

@@ -37,9 +37,12 @@
 // newer runs before the check) links into the registry only when `supported()` says this CPU runs the set. One per
 // file: the names are fixed within the file.
 #define DTORCH_REGISTER_ISA_KERNEL(set, rank, bit_exact, supported, op, dtype, infer, run, prepare)                 \
+  DTORCH_REGISTER_ISA_LAYOUT_KERNEL(set, rank, bit_exact, supported, op, dtype, infer, run, prepare, nullptr)
+// The same with the kernel's LayoutFn (core/kernel.h: which of a node's tensors it takes blocked).
+#define DTORCH_REGISTER_ISA_LAYOUT_KERNEL(set, rank, bit_exact, supported, op, dtype, infer, run, prepare, layouts)  \
   static ::dtorch::KernelEntry dtorch_isa_kernel_entry{                                                            \
       ::dtorch::KernelDef{DTORCH_OP_SCHEMA(op).name, dtype, infer, run, ::dtorch::schema_arity(DTORCH_OP_SCHEMA(op)), \
-                          set, rank, bit_exact, prepare, &DTORCH_OP_SCHEMA(op)},                                     \
+                          set, rank, bit_exact, prepare, &DTORCH_OP_SCHEMA(op), layouts},                            \
       nullptr};                                                                                                    \
   DTORCH_BASELINE_TARGET __attribute__((noinline)) static bool dtorch_isa_register_kernel() {                          \
     return supported() && ::dtorch::register_kernel(&dtorch_isa_kernel_entry);                                    \

@@ -4,6 +4,7 @@
 // The float32 case that dominates a network, two operands of the output's shape (a residual connection, with or
 // without its fused ReLU), runs 8 elements per vector, threads splitting the elements; every other case
 // (broadcasting, other activations, integers) runs the portable kernel. The output may alias input a, as portable's.
+// Same-shape operands may be blocked (layouts below): element-wise, the layout does not matter.
 #include <immintrin.h>
 
 #include <cstdint>
@@ -57,6 +58,19 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   return Status::Ok();
 }
 
+// Two operands of the output's shape are added element by element whatever the layout (the fused activation too):
+// all three may be blocked (core/kernel.h), together.
+LayoutCaps layouts(const Attrs&, const TensorView* in, int n_in, const TensorView* out, int n_out) {
+  LayoutCaps caps;
+  if (n_in == 2 && n_out == 1 && in[0].shape == out[0].shape && in[1].shape == out[0].shape &&
+      in[0].dtype == out[0].dtype && in[1].dtype == out[0].dtype) {
+    caps.inputs = 3;
+    caps.outputs = 1;
+    caps.tied = true;
+  }
+  return caps;
+}
+
 }  // namespace
-DTORCH_REGISTER_X86_KERNEL(add, DType::kFloat32, kernels::portable_infer<kOp>, run);
+DTORCH_REGISTER_X86_LAYOUT_KERNEL(add, DType::kFloat32, kernels::portable_infer<kOp>, run, layouts);
 }  // namespace dtorch

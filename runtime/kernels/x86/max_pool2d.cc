@@ -12,6 +12,7 @@
 // output columns of one output row per vector: for each tap (row-major, as portable), the eight inputs come
 // from one plain load (column stride 1), two loads keeping the even floats (stride 2), or a masked gather (other
 // strides, and columns that meet the padding or the row's end, whose lanes are left out of the update).
+// Blocked inputs (core/kernel.h) give blocked outputs, tap by tap over 16 channels at a time (blocked_plane).
 // Threads split (image, channel) planes only. Planes too wide for 32-bit gather offsets run the portable kernel.
 #include <immintrin.h>
 
@@ -196,6 +197,46 @@ struct Separable : SepSizes {
   }
 };
 
+// Blocked X and Y (core/kernel.h), one (image, 16-channel block): each output position's 16 channels are two
+// vectors, which take the window's taps one by one (row-major, as portable; taps outside the image skipped) with
+// portable's rule in every lane.
+void blocked_plane(const kernels::MaxPoolGeometry& g, const float* xb, float* yb) {
+  const __m256 all = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
+  const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
+  for (int64_t oh = 0; oh < g.oh; ++oh) {
+    for (int64_t ow = 0; ow < g.ow; ++ow) {
+      __m256 b0 = ninf, b1 = ninf;
+      for (int64_t i = 0; i < g.kh; ++i) {
+        const int64_t ih = oh * g.sh - g.ph + i * g.dh;
+        if (ih < 0 || ih >= g.h) continue;
+        for (int64_t j = 0; j < g.kw; ++j) {
+          const int64_t iw = ow * g.sw - g.pw + j * g.dw;
+          if (iw < 0 || iw >= g.w) continue;
+          const float* v = xb + (ih * g.w + iw) * kLayoutBlock;
+          b0 = take(b0, _mm256_loadu_ps(v), all);
+          b1 = take(b1, _mm256_loadu_ps(v + 8), all);
+        }
+      }
+      float* o = yb + (oh * g.ow + ow) * kLayoutBlock;
+      _mm256_storeu_ps(o, b0);
+      _mm256_storeu_ps(o + 8, b1);
+    }
+  }
+}
+
+// X and Y blocked together when the portable kernel accepts the node.
+LayoutCaps layouts(const Attrs& attrs, const TensorView* in, int n_in, const TensorView* out, int n_out) {
+  LayoutCaps caps;
+  const KernelDef* p = kernels::portable_kernel<kOp>();
+  Shape expect;
+  size_t scratch = 0;
+  if (p == nullptr || n_out != 1 || !p->infer(attrs, in, n_in, &expect, 1, &scratch).ok() || !(out[0].shape == expect))
+    return caps;
+  caps.inputs = caps.outputs = 1;
+  caps.tied = true;
+  return caps;
+}
+
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
   const KernelDef* p = kernels::portable_kernel<kOp>();
   if (p == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
@@ -212,6 +253,16 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   if (reach > INT32_MAX / 2 || g.w > INT32_MAX / 2) return p->run(ctx, in, n_in, out, n_out);
   const float* x = in[0].as<const float>();
   float* y = out[0].as<float>();
+  if (ctx.blocked_inputs & 1) {
+    if (!(ctx.blocked_outputs & 1) || !blockable(in[0]))
+      return op_error(StatusCode::kInternal, kOp, "asked to run a blocked layout its layouts() did not offer");
+    const int64_t planes = g.n * g.c / kLayoutBlock;
+    kernels::parallel_chunks(ctx.pool, planes, 1, [&](int64_t p0, int64_t p1) {
+      for (int64_t q = p0; q < p1; ++q)
+        blocked_plane(g, x + q * g.h * g.w * kLayoutBlock, y + q * g.oh * g.ow * kLayoutBlock);
+    });
+    return Status::Ok();
+  }
   const SepSizes sep(g);
   const bool separable = sep.fits(g);
   kernels::parallel_chunks(ctx.pool, g.n * g.c, 1, [&](int64_t p0, int64_t p1) {
@@ -226,5 +277,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_X86_KERNEL(max_pool2d, DType::kFloat32, kernels::portable_infer<kOp>, run);
+DTORCH_REGISTER_X86_LAYOUT_KERNEL(max_pool2d, DType::kFloat32, kernels::portable_infer<kOp>, run, layouts);
 }  // namespace dtorch

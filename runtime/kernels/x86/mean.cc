@@ -1,0 +1,64 @@
+// mean, x86-64 AVX2 kernel set (kernels/x86/x86.h). Tolerance: bit-identical to the portable kernel (each output
+// sums its inputs in order in double from 0.0, divides once by the count, rounds to float32).
+//
+// Global average pooling of a blocked input (core/kernel.h: N x C/16 x H x W x 16), the mean over H and W of a
+// 4-D tensor, runs 16 channels at a time: four vectors of 4 double accumulators take each position's 16 floats in
+// position order, which is each channel's own order, so every lane does what portable's scalar loop does. NCHW
+// inputs and every other reduction run the portable kernel.
+#include <immintrin.h>
+
+#include <cstdint>
+
+#include "kernels/common/reduce.h"
+#include "kernels/common/util.h"
+#include "kernels/x86/x86.h"
+
+namespace dtorch {
+namespace {
+
+using kernels::op_error;
+constexpr char kOp[] = "mean";
+
+// Whether the node is the mean over dims 2 and 3 of a 4-D input (any keepdim).
+bool spatial_mean(const Attrs& attrs, const TensorView* in, int n_in, int n_out) {
+  kernels::ReducePlan p;
+  if (n_in != 1 || in[0].shape.ndim != 4 || !kernels::reduce_plan(kOp, attrs, in, n_in, n_out, &p).ok()) return false;
+  return !p.reduced[0] && !p.reduced[1] && p.reduced[2] && p.reduced[3];
+}
+
+LayoutCaps layouts(const Attrs& attrs, const TensorView* in, int n_in, const TensorView*, int n_out) {
+  LayoutCaps caps;
+  if (spatial_mean(attrs, in, n_in, n_out)) caps.inputs = 1;
+  return caps;
+}
+
+Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
+  const KernelDef* p = kernels::portable_kernel<kOp>();
+  if (p == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
+  if ((ctx.blocked_inputs & 1) == 0) return p->run(ctx, in, n_in, out, n_out);
+  if (!spatial_mean(*ctx.attrs, in, n_in, n_out) || !blockable(in[0]) || n_out != 1)
+    return op_error(StatusCode::kInternal, kOp, "asked to run a blocked layout its layouts() did not offer");
+  const Shape& s = in[0].shape;
+  const int64_t n = s.dims[0], c = s.dims[1], hw = s.dims[2] * s.dims[3], cb = c / kLayoutBlock;
+  const float* x = in[0].as<const float>();
+  float* y = out[0].as<float>();
+  const __m256d count = _mm256_set1_pd(static_cast<double>(hw));
+  kernels::parallel_chunks(ctx.pool, n * cb, 4, [&](int64_t b, int64_t e) {
+    for (int64_t u = b; u < e; ++u) {
+      const float* xb = x + u * hw * kLayoutBlock;
+      __m256d acc[4];
+      for (int q = 0; q < 4; ++q) acc[q] = _mm256_setzero_pd();
+      for (int64_t i = 0; i < hw; ++i) {
+        const float* v = xb + i * kLayoutBlock;
+        for (int q = 0; q < 4; ++q) acc[q] = _mm256_add_pd(acc[q], _mm256_cvtps_pd(_mm_loadu_ps(v + 4 * q)));
+      }
+      float* yb = y + u * kLayoutBlock;  // (n, c) in order: image u / cb, channels 16 * (u % cb) ...
+      for (int q = 0; q < 4; ++q) _mm_storeu_ps(yb + 4 * q, _mm256_cvtpd_ps(_mm256_div_pd(acc[q], count)));
+    }
+  });
+  return Status::Ok();
+}
+
+}  // namespace
+DTORCH_REGISTER_X86_LAYOUT_KERNEL(mean, DType::kFloat32, kernels::portable_infer<kOp>, run, layouts);
+}  // namespace dtorch

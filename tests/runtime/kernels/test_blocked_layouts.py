@@ -1,0 +1,190 @@
+"""Blocked layouts (NCHW16c, runtime/core/kernel.h): kernels that offer them give, for every combination of blocked
+and NCHW tensors they accept, the bits they give on NCHW tensors (run_kernel converts the arrays around the run);
+they refuse what they do not offer; and a session's choice of blocked tensors (executor.cc) never changes a model's
+result. The avx512 cases run only on CPUs with AVX-512, the x86 ones on CPUs with AVX2 and FMA."""
+
+from __future__ import annotations
+
+import platform
+
+import numpy as np
+import pytest
+
+from .helpers import _C
+
+
+def rand(shape, seed: int = 0) -> np.ndarray:
+    return np.random.default_rng(seed).standard_normal(shape).astype(np.float32)
+
+
+def _why(kernel_set: str, op: str = "conv2d") -> str:
+    if platform.machine().lower() not in ("x86_64", "amd64"):
+        return f"not an x86-64 machine ({platform.machine()}): the {kernel_set} kernel set is not built"
+    sets = {(o, ks) for o, dt, ks, _ in _C.registered_kernel_sets() if dt == "float32"}
+    if (op, kernel_set) not in sets:
+        return f"this CPU lacks the {kernel_set} kernel set's ISA (no {kernel_set} {op} kernel)"
+    return ""
+
+
+_WHY_AVX512, _WHY_X86 = _why("avx512"), _why("x86", "add")
+for _name, _w in (("avx512", _WHY_AVX512), ("x86", _WHY_X86)):
+    if _w:
+        print(f"test_blocked_layouts: {_name} cases skipped: {_w}")
+needs_avx512 = pytest.mark.skipif(bool(_WHY_AVX512), reason=_WHY_AVX512)
+needs_x86 = pytest.mark.skipif(bool(_WHY_X86), reason=_WHY_X86)
+
+
+def _same(a: np.ndarray, b: np.ndarray) -> None:
+    np.testing.assert_array_equal(a, b)
+    assert np.array_equal(np.signbit(a), np.signbit(b)), "signs of zero differ"
+
+
+def _all_layouts(op: str, attrs: dict, inputs: list, kernel_set: str, combos, threads=(1, 2)) -> np.ndarray:
+    ref = _C.run_kernel(op, attrs, inputs, kernel_set=kernel_set)[0]
+    for bi, bo in combos:
+        for t in threads:
+            got = _C.run_kernel(op, attrs, inputs, kernel_set=kernel_set, threads=t, blocked_inputs=bi,
+                                blocked_outputs=bo)[0]
+            _same(got, ref)
+    return ref
+
+
+DENSE_COMBOS = [([0], [0]), ([0], []), ([], [0])]
+
+# (N, C, H, W, O, kh, kw, stride, padding (t, b, l, r), dilation, activation)
+CONV = [
+    (1, 16, 12, 12, 32, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "relu"),      # 3x3: zero-padded blocked copy
+    (1, 32, 15, 17, 64, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), "none"),      # stride 2: 32-float position stride
+    (2, 32, 9, 11, 48, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "relu6"),     # O = 48: a 16-channel last panel
+    (1, 16, 10, 10, 16, 3, 3, (1, 1), (0, 2, 1, 0), (2, 2), "hardswish"),  # dilated, asymmetric padding, 1 panel
+    (1, 48, 14, 14, 32, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), "sigmoid"),  # 1x1 in place: the flat plane
+    (1, 64, 9, 9, 128, 1, 1, (2, 2), (0, 0, 0, 0), (1, 1), "none"),      # strided 1x1 (a ResNet shortcut)
+    (1, 32, 30, 31, 32, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "none"),     # rows of 31: tiles of 11 + 10 + 10
+]
+STEMS = [  # NCHW inputs (C = 3) into blocked outputs
+    (1, 3, 31, 29, 32, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), "relu"),
+    (1, 3, 23, 23, 64, 7, 7, (2, 2), (3, 3, 3, 3), (1, 1), "none"),
+    (1, 3, 20, 20, 16, 3, 3, (3, 3), (1, 1, 1, 1), (1, 1), "none"),     # column stride 3: the phase planes
+]
+
+
+def _conv(case, bias=True, groups=1, seed=0):
+    n, c, h, w, o, kh, kw, s, p, d, act = case
+    x = rand((n, c, h, w), seed=seed)
+    wt = rand((o, c // groups, kh, kw), seed=seed + 1) * 0.3
+    b = rand((o,), seed=seed + 2) if bias else None
+    attrs = {"stride": list(s), "padding": list(p), "dilation": list(d), "groups": groups}
+    if act != "none":
+        attrs["activation"] = act
+    return attrs, [x, wt, b]
+
+
+@needs_avx512
+@pytest.mark.parametrize("case", CONV, ids=lambda c: f"{c[1]}x{c[2]}x{c[3]}-o{c[4]}-k{c[5]}s{c[7][0]}-{c[10]}")
+@pytest.mark.parametrize("bias", [True, False])
+def test_avx512_conv2d_blocked_gives_the_nchw_bits(case, bias):
+    attrs, inputs = _conv(case, bias)
+    _all_layouts("conv2d", attrs, inputs, "avx512", DENSE_COMBOS)
+    # Weights not prepared at load (packed into scratch at run time): the same.
+    ref = _C.run_kernel("conv2d", attrs, inputs, kernel_set="avx512")[0]
+    _same(_C.run_kernel("conv2d", attrs, inputs, kernel_set="avx512", prepare=False, blocked_inputs=[0],
+                        blocked_outputs=[0])[0], ref)
+
+
+@needs_avx512
+@pytest.mark.parametrize("case", STEMS, ids=lambda c: f"k{c[5]}s{c[7][0]}-o{c[4]}")
+def test_avx512_conv2d_stems_write_blocked_outputs(case):
+    attrs, inputs = _conv(case)
+    _all_layouts("conv2d", attrs, inputs, "avx512", [([], [0])])
+    with pytest.raises(ValueError, match="blocked_inputs: input 0 is not a 4-D float32 tensor with C % 16 == 0"):
+        _C.run_kernel("conv2d", attrs, inputs, kernel_set="avx512", blocked_inputs=[0])
+
+
+DEPTHWISE = [  # (C, H, W, k, stride, padding, dilation, activation)
+    (32, 13, 21, 3, (1, 1), (1, 1, 1, 1), (1, 1), "relu6"),
+    (16, 14, 14, 3, (2, 2), (1, 1, 1, 1), (1, 1), "none"),   # stride 2
+    (48, 7, 7, 3, (1, 1), (1, 1, 1, 1), (1, 1), "relu"),     # a 7 x 7 map: one 8-position step, borders
+    (16, 11, 30, 5, (1, 2), (2, 2, 2, 2), (1, 1), "none"),   # 5x5, column stride 2
+    (16, 9, 9, 3, (1, 1), (2, 0, 2, 0), (2, 2), "hardswish"),  # dilated, padding on one side only
+    (32, 4, 5, 7, (1, 1), (3, 3, 3, 3), (1, 1), "none"),     # 7x7 wider than the map: every position a border
+]
+
+
+@needs_avx512
+@pytest.mark.parametrize("case", DEPTHWISE, ids=lambda c: f"c{c[0]}-{c[1]}x{c[2]}-k{c[3]}s{c[4][1]}")
+def test_avx512_depthwise_blocked_gives_the_nchw_bits(case):
+    c, h, w, k, s, p, d, act = case
+    attrs, inputs = _conv((2, c, h, w, c, k, k, s, p, d, act), groups=c)
+    _all_layouts("conv2d", attrs, inputs, "avx512", [([0], [0])])
+    # X and Y only together.
+    with pytest.raises(RuntimeError, match="takes its tensors blocked all together or not at all"):
+        _C.run_kernel("conv2d", attrs, inputs, kernel_set="avx512", blocked_inputs=[0])
+
+
+@needs_avx512
+def test_avx512_depthwise_blocked_skips_rows_outside_the_image():
+    """Rows outside the image are skipped (no product) and columns outside add a +0 product, as the NCHW depthwise
+    kernels do. With x = -0, w = +1 and a -0 bias every product inside the image is -0: a position whose window
+    leaves the image only through rows stays -0, one that leaves it through columns becomes +0."""
+    c = 16
+    x = np.full((1, c, 6, 6), -0.0, np.float32)
+    wt = np.ones((c, 1, 3, 3), np.float32)
+    b = np.full((c,), -0.0, np.float32)
+    attrs = {"stride": [1, 1], "padding": [1, 1, 1, 1], "groups": c}
+    ref = _all_layouts("conv2d", attrs, [x, wt, b], "avx512", [([0], [0])], threads=(1,))
+    assert np.signbit(ref[:, :, 0, 2]).all() and np.signbit(ref[:, :, 5, 3]).all() and np.signbit(ref[:, :, 3, 3]).all()
+    assert not np.signbit(ref[:, :, 2, 0]).any() and not np.signbit(ref[:, :, 0, 0]).any()
+
+
+@needs_avx512
+def test_avx512_conv2d_refuses_layouts_it_does_not_offer():
+    attrs, inputs = _conv((1, 32, 8, 8, 32, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "none"), groups=2)
+    with pytest.raises(RuntimeError, match=r"kernel conv2d \(avx512\) does not take these tensors blocked here"):
+        _C.run_kernel("conv2d", attrs, inputs, kernel_set="avx512", blocked_inputs=[0], blocked_outputs=[0])
+    attrs, inputs = _conv((1, 32, 8, 8, 24, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), "none"))
+    with pytest.raises(ValueError, match="blocked_outputs: output 0 is not a 4-D float32 tensor with C % 16 == 0"):
+        _C.run_kernel("conv2d", attrs, inputs, kernel_set="avx512", blocked_outputs=[0])
+    # The portable kernel offers none.
+    attrs, inputs = _conv((1, 16, 8, 8, 16, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "none"))
+    with pytest.raises(RuntimeError, match=r"kernel conv2d \(portable\) does not take these tensors blocked here"):
+        _C.run_kernel("conv2d", attrs, inputs, kernel_set="portable", blocked_inputs=[0])
+
+
+@needs_x86
+@pytest.mark.parametrize("act", [None, "relu"])
+def test_x86_add_blocked_all_together(act):
+    a, b = rand((2, 32, 5, 7), seed=1), rand((2, 32, 5, 7), seed=2)
+    attrs = {} if act is None else {"activation": act}
+    _all_layouts("add", attrs, [a, b], "x86", [([0, 1], [0])])
+    with pytest.raises(RuntimeError, match="takes its tensors blocked all together or not at all"):
+        _C.run_kernel("add", attrs, [a, b], kernel_set="x86", blocked_inputs=[0], blocked_outputs=[0])
+    # Broadcasting is not element by element: refused.
+    with pytest.raises(RuntimeError, match="does not take these tensors blocked here"):
+        _C.run_kernel("add", attrs, [a, rand((1, 32, 1, 1))], kernel_set="x86", blocked_inputs=[0, 1],
+                      blocked_outputs=[0])
+
+
+@needs_x86
+@pytest.mark.parametrize("case", [((3, 3), (2, 2), (1, 1), (1, 1)), ((2, 2), (2, 2), (0, 0), (1, 1)),
+                                  ((3, 2), (1, 2), (1, 0), (2, 1))], ids=["3x3s2p1", "2x2s2", "dilated"])
+def test_x86_max_pool_blocked(case):
+    k, s, p, d = case
+    x = rand((2, 32, 13, 12), seed=3)
+    x[0, 3, 4, 5] = np.nan  # a NaN wins its windows, lane by lane
+    x[1, 17, 0, 0] = -0.0
+    x[1, 17, 0, 1] = 0.0
+    attrs = {"kernel": list(k), "stride": list(s), "padding": list(p), "dilation": list(d)}
+    ref = _all_layouts("max_pool2d", attrs, [x], "x86", [([0], [0])])
+    _same(ref, _C.run_kernel("max_pool2d", attrs, [x], kernel_set="portable")[0])
+
+
+@needs_x86
+@pytest.mark.parametrize("keepdim", [0, 1])
+def test_x86_mean_of_a_blocked_input(keepdim):
+    x = rand((2, 48, 7, 9), seed=4) * 100
+    attrs = {"axes": [2, 3], "keepdim": keepdim}
+    ref = _all_layouts("mean", attrs, [x], "x86", [([0], [])])
+    _same(ref, _C.run_kernel("mean", attrs, [x], kernel_set="portable")[0])
+    # Other reductions are not offered.
+    with pytest.raises(RuntimeError, match=r"kernel mean \(x86\) does not take these tensors blocked here"):
+        _C.run_kernel("mean", {"axes": [1, 2, 3]}, [x], kernel_set="x86", blocked_inputs=[0])
