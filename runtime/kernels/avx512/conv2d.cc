@@ -23,6 +23,9 @@
 // (kernels/avx512/depthwise_avx512.h); others 4 rows at a time with masked loads or gathers per tap
 // (depthwise_plane). Small maps at stride 1 with OW = W (7 x 7) run 16 consecutive outputs per vector across output
 // rows (DwFlat).
+// Blocked layouts (core/kernel.h, NCHW16c): dense convolutions take a blocked X and/or write a blocked Y through the
+// channel-major tiles (any K: a blocked Y needs no transposition), depthwise ones take X and Y blocked together
+// (depthwise_blocked); `layouts` says which, and every combination gives the NCHW bits.
 // Threads split GEMM work units or output planes only.
 // Planes whose positions do not fit 32-bit gather indices run the best bit-exact kernel (x86 or portable), found through the registry.
 #include <immintrin.h>

@@ -43,17 +43,27 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   const float* x = in[0].as<const float>();
   float* y = out[0].as<float>();
   const __m256d count = _mm256_set1_pd(static_cast<double>(hw));
-  kernels::parallel_chunks(ctx.pool, n * cb, 4, [&](int64_t b, int64_t e) {
-    for (int64_t u = b; u < e; ++u) {
-      const float* xb = x + u * hw * kLayoutBlock;
-      __m256d acc[4];
-      for (int q = 0; q < 4; ++q) acc[q] = _mm256_setzero_pd();
+  // Two blocks at a time: 8 independent accumulator chains (one block's 4 wait on the add latency).
+  const int64_t units = n * cb, pairs = (units + 1) / 2;
+  kernels::parallel_chunks(ctx.pool, pairs, 2, [&](int64_t b, int64_t e) {
+    for (int64_t pr = b; pr < e; ++pr) {
+      const int64_t u0 = 2 * pr, nb = units - u0 < 2 ? 1 : 2;
+      const float* x0 = x + u0 * hw * kLayoutBlock;
+      const float* x1 = nb == 2 ? x0 + hw * kLayoutBlock : x0;
+      __m256d a[8];
+      for (int q = 0; q < 8; ++q) a[q] = _mm256_setzero_pd();
       for (int64_t i = 0; i < hw; ++i) {
-        const float* v = xb + i * kLayoutBlock;
-        for (int q = 0; q < 4; ++q) acc[q] = _mm256_add_pd(acc[q], _mm256_cvtps_pd(_mm_loadu_ps(v + 4 * q)));
+        const float* v0 = x0 + i * kLayoutBlock;
+        const float* v1 = x1 + i * kLayoutBlock;
+        for (int q = 0; q < 4; ++q) {
+          a[q] = _mm256_add_pd(a[q], _mm256_cvtps_pd(_mm_loadu_ps(v0 + 4 * q)));
+          a[4 + q] = _mm256_add_pd(a[4 + q], _mm256_cvtps_pd(_mm_loadu_ps(v1 + 4 * q)));
+        }
       }
-      float* yb = y + u * kLayoutBlock;  // (n, c) in order: image u / cb, channels 16 * (u % cb) ...
-      for (int q = 0; q < 4; ++q) _mm_storeu_ps(yb + 4 * q, _mm256_cvtpd_ps(_mm256_div_pd(acc[q], count)));
+      // (n, c) in order: block u is image u / cb, channels 16 * (u % cb) ...: outputs [16 u, 16 u + 16)
+      for (int64_t k = 0; k < nb; ++k)
+        for (int q = 0; q < 4; ++q)
+          _mm_storeu_ps(y + (u0 + k) * kLayoutBlock + 4 * q, _mm256_cvtpd_ps(_mm256_div_pd(a[4 * k + q], count)));
     }
   });
   return Status::Ok();

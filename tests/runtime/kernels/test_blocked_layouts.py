@@ -180,8 +180,9 @@ def test_x86_max_pool_blocked(case):
 
 @needs_x86
 @pytest.mark.parametrize("keepdim", [0, 1])
-def test_x86_mean_of_a_blocked_input(keepdim):
-    x = rand((2, 48, 7, 9), seed=4) * 100
+@pytest.mark.parametrize("shape", [(2, 48, 7, 9), (1, 48, 5, 3), (3, 16, 1, 1)])  # 6, 3 (odd: a lone block), 3 blocks
+def test_x86_mean_of_a_blocked_input(keepdim, shape):
+    x = rand(shape, seed=4) * 100
     attrs = {"axes": [2, 3], "keepdim": keepdim}
     ref = _all_layouts("mean", attrs, [x], "x86", [([0], [])])
     _same(ref, _C.run_kernel("mean", attrs, [x], kernel_set="portable")[0])
