@@ -61,6 +61,15 @@ CONV = [
     (1, 64, 9, 9, 128, 1, 1, (2, 2), (0, 0, 0, 0), (1, 1), "none"),      # strided 1x1 (a ResNet shortcut)
     (1, 32, 30, 31, 32, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "none"),     # rows of 31: tiles of 11 + 10 + 10
 ]
+# Padded blocked inputs whose zero-padded copy would exceed 768 KiB are read in place with bands (border rows) and
+# strips (edge columns): BlockedHalo in kernels/avx512/conv2d.cc.
+HALO = [
+    (1, 32, 112, 112, 64, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), "relu"),    # SimpleNet's: top row, left column only
+    (1, 64, 60, 61, 32, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "hardswish"),  # borders on all four sides
+    (1, 16, 130, 129, 16, 3, 3, (1, 2), (2, 0, 1, 3), (2, 2), "none"),   # dilated, asymmetric, mixed strides
+    (1, 32, 600, 6, 48, 7, 7, (1, 1), (3, 3, 3, 3), (1, 1), "none"),     # no interior column: every column a strip
+    (1, 16, 5, 3000, 16, 3, 3, (2, 1), (1, 1, 1, 1), (1, 1), "relu"),    # one interior row
+]
 STEMS = [  # NCHW inputs (C = 3) into blocked outputs
     (1, 3, 31, 29, 32, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), "relu"),
     (1, 3, 23, 23, 64, 7, 7, (2, 2), (3, 3, 3, 3), (1, 1), "none"),
@@ -89,6 +98,13 @@ def test_avx512_conv2d_blocked_gives_the_nchw_bits(case, bias):
     ref = _C.run_kernel("conv2d", attrs, inputs, kernel_set="avx512")[0]
     _same(_C.run_kernel("conv2d", attrs, inputs, kernel_set="avx512", prepare=False, blocked_inputs=[0],
                         blocked_outputs=[0])[0], ref)
+
+
+@needs_avx512
+@pytest.mark.parametrize("case", HALO, ids=lambda c: f"{c[1]}x{c[2]}x{c[3]}-k{c[5]}s{c[7][0]}{c[7][1]}-p{c[8]}")
+def test_avx512_conv2d_reads_large_padded_blocked_inputs_in_place(case):
+    attrs, inputs = _conv(case)
+    _all_layouts("conv2d", attrs, inputs, "avx512", [([0], [0]), ([0], [])])
 
 
 @needs_avx512
