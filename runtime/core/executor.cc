@@ -313,18 +313,20 @@ void Session::Impl::choose_layouts(ExecState& s) const {
     for (size_t k = 0; k < n.inputs.size(); ++k) take(n.inputs[k], caps.inputs, k);
     for (size_t k = 0; k < n.outputs.size(); ++k) take(n.outputs[k], caps.outputs, k);
   }
-  std::vector<uint8_t> group_ok(nt, 1);
+  // A tensor is blocked when it and every tensor tied to it are ok.
+  std::vector<uint8_t> group_ok(nt, 1), blocked(nt, 0);
   for (size_t t = 0; t < nt; ++t)
     if (!ok[t]) group_ok[find(static_cast<int32_t>(t))] = 0;
-  for (size_t t = 0; t < nt; ++t)
-    if (ok[t] && group_ok[find(static_cast<int32_t>(t))]) ++s.blocked_count;
+  for (size_t t = 0; t < nt; ++t) {
+    blocked[t] = ok[t] && group_ok[find(static_cast<int32_t>(t))];
+    s.blocked_count += blocked[t];
+  }
   for (size_t i = 0; i < nn; ++i) {
     const NodeInfo& n = m.nodes[i];
-    auto blocked = [&](int32_t t) { return t >= 0 && ok[t] && group_ok[find(t)]; };
     for (size_t k = 0; k < n.inputs.size() && k < 64; ++k)
-      if (blocked(n.inputs[k])) s.blocked_in[i] |= uint64_t{1} << k;
+      if (n.inputs[k] >= 0 && blocked[n.inputs[k]]) s.blocked_in[i] |= uint64_t{1} << k;
     for (size_t k = 0; k < n.outputs.size() && k < 64; ++k)
-      if (blocked(n.outputs[k])) s.blocked_out[i] |= uint64_t{1} << k;
+      if (blocked[n.outputs[k]]) s.blocked_out[i] |= uint64_t{1} << k;
   }
 }
 

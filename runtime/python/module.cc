@@ -212,7 +212,8 @@ void to_blocked(const TensorView& t, const float* src, float* dst, bool inverse)
     for (int64_t ch = 0; ch < c; ++ch)
       for (int64_t p = 0; p < hw; ++p) {
         const int64_t plain = (i * c + ch) * hw + p;
-        const int64_t blocked = ((i * (c / kLayoutBlock) + ch / kLayoutBlock) * hw + p) * kLayoutBlock + ch % kLayoutBlock;
+        const int64_t blocked =
+            ((i * (c / kLayoutBlock) + ch / kLayoutBlock) * hw + p) * kLayoutBlock + ch % kLayoutBlock;
         if (inverse)
           dst[plain] = src[blocked];
         else

@@ -595,20 +595,23 @@ bool channel_major(const Geo& g) { return g.og >= k5::kNR && g.cg * g.kh * g.kw 
 // the image), so that consecutive output rows are 16 * sh floats apart and a tile runs down the column (into a
 // buffer, then stored position by position). Every position still adds all K products in order, +0.0f for the
 // padding: the bits of a zero-padded copy, for a few rows and columns of copying instead of the whole image.
+//
+// Along one axis, the output positions [a, b) whose whole window (its last tap `reach` past its first) lies inside
+// [0, size): those where the first tap and the last are both valid (kernels::conv_valid_range of each).
+void window_inside(int64_t out, int64_t stride, int64_t pad, int64_t reach, int64_t size, int64_t* a, int64_t* b) {
+  int64_t first_hi = 0, last_lo = 0;
+  kernels::conv_valid_range(-pad, stride, size, out, a, &first_hi);
+  kernels::conv_valid_range(reach - pad, stride, size, out, &last_lo, b);
+  if (*b < *a) *b = *a;
+}
+
 struct BlockedHalo {
   int64_t r0, r1, lo, hi;  // the interior
   int64_t nb, ne;          // border rows, edge columns
   int64_t nrho, wp;        // rows of a strip, columns of a band
   explicit BlockedHalo(const Geo& g) {
-    auto range = [](int64_t out, int64_t stride, int64_t pad, int64_t reach, int64_t size, int64_t* a, int64_t* b) {
-      int64_t x = 0, y = out;
-      while (x < out && x * stride - pad < 0) ++x;
-      while (y > x && (y - 1) * stride - pad + reach >= size) --y;
-      *a = x;
-      *b = y;
-    };
-    range(g.oh, g.sh, g.pt, (g.kh - 1) * g.dh, g.h, &r0, &r1);
-    range(g.ow, g.sw, g.pl, (g.kw - 1) * g.dw, g.w, &lo, &hi);
+    window_inside(g.oh, g.sh, g.pt, (g.kh - 1) * g.dh, g.h, &r0, &r1);
+    window_inside(g.ow, g.sw, g.pl, (g.kw - 1) * g.dw, g.w, &lo, &hi);
     nb = r0 + (g.oh - r1);
     ne = r1 > r0 ? lo + (g.ow - hi) : 0;
     nrho = r1 > r0 ? (r1 - 1 - r0) * g.sh + (g.kh - 1) * g.dh + 1 : 0;
@@ -1068,9 +1071,8 @@ constexpr int kDwPos = 8;               // positions per step (independent FMA c
 void depthwise_blocked(ThreadPool* pool, const Geo& g, const float* x, const float* w, const float* bias, float* y) {
   const int64_t B = kLayoutBlock, taps = g.kh * g.kw, cb = g.c / B;
   // Output columns [lo, hi) read only columns inside the input row.
-  int64_t lo = 0, hi = g.ow;
-  while (lo < g.ow && lo * g.sw - g.pl < 0) ++lo;
-  while (hi > lo && (hi - 1) * g.sw - g.pl + (g.kw - 1) * g.dw >= g.w) --hi;
+  int64_t lo = 0, hi = 0;
+  window_inside(g.ow, g.sw, g.pl, (g.kw - 1) * g.dw, g.w, &lo, &hi);
   kernels::parallel_chunks(pool, g.n * cb * g.oh, 4, [&](int64_t ub, int64_t ue) {
     __m512 wv[kDwBlockedTaps];
     int64_t loaded = -1;
@@ -1155,16 +1157,20 @@ LayoutCaps layouts(const Attrs& attrs, const TensorView* in, int n_in, const Ten
   return caps;
 }
 
+// Scratch floats of a dense convolution run blocked: its packed weights (when not prepared), then the channel-major
+// path's buffers for either layout of X.
+int64_t blocked_scratch_floats(const Geo& g) {
+  return Conv::group_floats(g) + std::max(ChannelSource(g, false).floats(g), ChannelSource(g, true).floats(g));
+}
+
 // Conv's scratch, or the channel-major path's for either layout of X when the node may run blocked.
 Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
   DTORCH_RETURN_IF_ERROR(Conv::infer(attrs, in, n_in, out, n_out, scratch_bytes));
   TensorView y;
   y.shape = out[0];
   Geo g{};
-  if (n_out == 1 && blocked_geometry(attrs, in, n_in, y, &g) && !g.depthwise) {
-    const int64_t work = std::max(ChannelSource(g, false).floats(g), ChannelSource(g, true).floats(g));
-    *scratch_bytes = std::max(*scratch_bytes, static_cast<size_t>(Conv::group_floats(g) + work) * sizeof(float));
-  }
+  if (n_out == 1 && blocked_geometry(attrs, in, n_in, y, &g) && !g.depthwise)
+    *scratch_bytes = std::max(*scratch_bytes, static_cast<size_t>(blocked_scratch_floats(g)) * sizeof(float));
   return Status::Ok();
 }
 
@@ -1174,7 +1180,8 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   Geo g{};
   if (n_out != 1 || (ctx.blocked_inputs >> 1) != 0 || !blocked_geometry(*ctx.attrs, in, n_in, out[0], &g) ||
       (xb && !blocked_x_ok(g, in[0])) || (yb && !blockable(out[0])))
-    return kernels::op_error(StatusCode::kInternal, "conv2d", "asked to run a blocked layout its layouts() did not offer");
+    return kernels::op_error(StatusCode::kInternal, "conv2d",
+                             "asked to run a blocked layout its layouts() did not offer");
   if (out[0].shape.numel() == 0) return Status::Ok();
   const float* x = in[0].as<const float>();
   const float* bias = kernels::optional_present(in, n_in, 2) ? in[2].as<const float>() : nullptr;
@@ -1185,11 +1192,11 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
     return Status::Ok();
   }
   const int64_t K = g.cg * g.kh * g.kw, packed = Conv::group_floats(g);
-  const size_t need = static_cast<size_t>(packed + std::max(ChannelSource(g, false).floats(g),
-                                                            ChannelSource(g, true).floats(g))) * sizeof(float);
+  const size_t need = static_cast<size_t>(blocked_scratch_floats(g)) * sizeof(float);
   if (ctx.scratch_bytes < need)
-    return kernels::op_error(StatusCode::kInternal, "conv2d", "scratch of %zu bytes is smaller than the %zu bytes infer asked for",
-                    ctx.scratch_bytes, need);
+    return kernels::op_error(StatusCode::kInternal, "conv2d",
+                             "scratch of %zu bytes is smaller than the %zu bytes infer asked for", ctx.scratch_bytes,
+                             need);
   float* scratch = static_cast<float*>(ctx.scratch);
   const float* ap = static_cast<const float*>(ctx.prepared);
   if (ap == nullptr || ctx.prepared_bytes != static_cast<size_t>(packed) * sizeof(float)) {

@@ -248,11 +248,9 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   if (!(out[0].shape == expect)) return p->run(ctx, in, n_in, out, n_out);  // the portable kernel reports it
   kernels::MaxPoolGeometry g{};
   DTORCH_RETURN_IF_ERROR(kernels::max_pool_geometry(kOp, *ctx.attrs, in[0], out[0].shape, &g));
-  // lane columns up to (ow + 7) * sw + (kw - 1) * dw must fit int32 (with the input width)
-  const int64_t reach = (g.ow + 8) * g.sw + (g.kw - 1) * g.dw + g.pw;
-  if (reach > INT32_MAX / 2 || g.w > INT32_MAX / 2) return p->run(ctx, in, n_in, out, n_out);
   const float* x = in[0].as<const float>();
   float* y = out[0].as<float>();
+  // Blocked tensors first: the portable fallback below reads NCHW (and blocked_plane indexes in int64 anyway).
   if (ctx.blocked_inputs & 1) {
     if (!(ctx.blocked_outputs & 1) || !blockable(in[0]))
       return op_error(StatusCode::kInternal, kOp, "asked to run a blocked layout its layouts() did not offer");
@@ -263,6 +261,9 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
     });
     return Status::Ok();
   }
+  // lane columns up to (ow + 7) * sw + (kw - 1) * dw must fit int32 (with the input width)
+  const int64_t reach = (g.ow + 8) * g.sw + (g.kw - 1) * g.dw + g.pw;
+  if (reach > INT32_MAX / 2 || g.w > INT32_MAX / 2) return p->run(ctx, in, n_in, out, n_out);
   const SepSizes sep(g);
   const bool separable = sep.fits(g);
   kernels::parallel_chunks(ctx.pool, g.n * g.c, 1, [&](int64_t p0, int64_t p1) {
