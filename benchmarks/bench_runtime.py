@@ -84,6 +84,10 @@ print(json.dumps({"times": ts, "kernel_sets": sets}))
 """
 
 
+# The environment of the timed processes: numpy's BLAS without worker threads (see `steady`).
+STEADY_ENV = {**os.environ, "OPENBLAS_NUM_THREADS": "1"}
+
+
 def has_both_fma_sets() -> bool:
     """Whether this CPU runs both x86 FMA kernel sets (an AVX-512 CPU: avx2 is then timed too, avx512 excluded)."""
     import dtorch.runtime as rt
@@ -98,7 +102,11 @@ def steady(dpath: Path, opath: Path, npy: Path, threads: int, iters: int, rounds
     process (an idle thread pool of one engine spinning in the same process would steal the other's second core),
     the engines alternating in `rounds` rounds. This shared VM changes speed by up to 1.5x from minute to minute, so
     the ratio is paired: each round gives dtorch's median over ORT's median from processes that ran back to back,
-    and the figure is the median of those per-round ratios. `iters` runs per engine in all, after warm-up."""
+    and the figure is the median of those per-round ratios. `iters` runs per engine in all, after warm-up.
+    numpy's OpenBLAS is held to one thread in these processes (STEADY_ENV): neither engine calls BLAS, and the idle
+    OpenBLAS thread that `import numpy` starts spins for about 60 ms, which on a 2-core machine took the second core
+    from whichever engine was timed first after its session opened (dtorch opens in ~10 ms, ONNX Runtime in ~40-90:
+    dtorch's first ~40 two-thread runs of SimpleNet measured 1.6 ms instead of 0.9)."""
     times: dict[str, list[float]] = {"dtorch": [], "dtorch_exact": [], "onnxruntime": []}
     if has_both_fma_sets():  # the issue asks for both sets where the CPU has both: avx2 = fast without avx512
         times["dtorch_avx2"] = []
@@ -113,7 +121,7 @@ def steady(dpath: Path, opath: Path, npy: Path, threads: int, iters: int, rounds
                 model = opath if engine == "onnxruntime" else dpath
                 proc = subprocess.run([sys.executable, "-c", STEADY, engine, str(model), str(npy), str(threads),
                                        str(per_round), str(Path(d) / f"{engine}.npy")],
-                                      check=True, capture_output=True, text=True)
+                                      check=True, capture_output=True, text=True, env=STEADY_ENV)
                 r = json.loads(proc.stdout.strip().splitlines()[-1])
                 times[engine] += r["times"]
                 medians[engine] = statistics.median(r["times"])
