@@ -13,7 +13,8 @@
 // channel-major instead: register tiles of up to 14 positions x 32 output channels, the packed weights read in place as
 // vectors and each position's input broadcast from the input itself, a zero-padded copy or phase planes: nothing is
 // packed per panel and no lane is spent on padding; the tile is transposed in registers into Y (`channel_gemm`),
-// same bits.
+// same bits. Output rows of at most 7 positions pair up in one tile; weights are prefetched into L2 a panel ahead
+// (they stream from memory when a model's weights exceed the cache).
 // Small maps (7 x 7, 14 x 14), whose positions fill the tile's 32 columns badly, run the transposed product: output
 // channels across the columns, the columns' transpose packed in 12-position panels, then Y^T transposed in
 // registers into Y; the packed weights serve both orientations and the bits are the same (see `transposed`).
@@ -29,6 +30,7 @@
 // Threads split GEMM work units or output planes only.
 // Planes whose positions do not fit 32-bit gather indices run the best bit-exact kernel (x86 or portable), found through the registry.
 #include <immintrin.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <cstring>
@@ -477,13 +479,16 @@ void transpose_out(ThreadPool* pool, const float* yt, int64_t ohw, int64_t og, f
 constexpr int kCR = 14;  // positions per tile
 
 // One tile: positions [0, MR) at a + off[k] + r * PS (PS: floats from one position's input to the next: the column
-// stride in an NCHW source, 16 x it in a blocked one), channels [0, noc) of the panel b (K x 32, k-major). Y is NCHW
+// stride in an NCHW source, 16 x it in a blocked one) for r < MR / 2 and at a2 + off[k] + (r - MR / 2) * PS for the
+// rest (a2 = a + MR / 2 * PS along one row; two output rows' halves otherwise, see channel_gemm), channels [0, noc)
+// of the panel b (K x 32, k-major). Y is NCHW
 // (YB false: the tile is transposed in registers and stored as noc rows of MR positions, rows ohw floats apart) or
 // blocked (YB: each position's 16 channels are one store; y is the panel's first 16-channel block at the tile's first
 // position, the second block ohw * 16 floats further).
 template <int MR, int PS, bool YB, int NV>
-void channel_tile(int64_t K, const float* a, const int64_t* off, const float* b, const float* bias, int noc,
-                  const kernels::Activation& act, float* y, int64_t ohw) {
+void channel_tile(int64_t K, const float* a, const float* a2, const int64_t* off, const float* b, const float* pf,
+                  const float* bias, int noc, const kernels::Activation& act, float* y, int64_t ohw) {
+  constexpr int H = MR / 2;
   static_assert(NV == 1 || NV == 2, "one or two vectors of output channels");
   __m512 c0[MR], c1[MR];  // channels [0, 16) and [16, 32) of each position (c1 unused when NV = 1)
   const __m512 b0 = bias == nullptr ? _mm512_setzero_ps() : _mm512_maskz_loadu_ps(k5::mask16(noc), bias);
@@ -496,11 +501,13 @@ void channel_tile(int64_t K, const float* a, const int64_t* off, const float* b,
   }
   for (int64_t k = 0; k < K; ++k) {
     const float* ak = a + off[k];
+    const float* ak2 = a2 + off[k];
+    _mm_prefetch(reinterpret_cast<const char*>(pf + 16 * k), _MM_HINT_T1);
     const __m512 w0 = _mm512_load_ps(b);
     const __m512 w1 = NV == 2 ? _mm512_load_ps(b + 16) : w0;
     DTORCH_AVX512_UNROLL
     for (int r = 0; r < MR; ++r) {
-      const __m512 x = _mm512_set1_ps(ak[r * PS]);
+      const __m512 x = _mm512_set1_ps(r < H ? ak[r * PS] : ak2[(r - H) * PS]);
       c0[r] = _mm512_fmadd_ps(x, w0, c0[r]);
       if (NV == 2) c1[r] = _mm512_fmadd_ps(x, w1, c1[r]);
     }
@@ -541,8 +548,11 @@ void channel_tile(int64_t K, const float* a, const int64_t* off, const float* b,
   }
 }
 
-using ChannelTileFn = void (*)(int64_t, const float*, const int64_t*, const float*, const float*, int,
-                               const kernels::Activation&, float*, int64_t);
+using ChannelTileFn = void (*)(int64_t, const float*, const float*, const int64_t*, const float*, const float*,
+                               const float*, int, const kernels::Activation&, float*, int64_t);
+
+// A tile's second half along one source row: a2 for positions read at a + r * ps.
+inline const float* second_half(const float* a, int64_t mr, int64_t ps) { return a + mr / 2 * ps; }
 
 template <int PS, bool YB, int NV>
 ChannelTileFn channel_tile_for(int mr) {
@@ -763,7 +773,8 @@ void channel_gemm_halo(ThreadPool* pool, const Geo& g, const float* wg, const fl
       if (v < n_in) {  // interior: in place
         const int64_t oh = hb.r0 + v / ri.n, t = v % ri.n, p0 = ri.begin(t), mr = ri.begin(t + 1) - p0;
         const float* at = x + ((oh * g.sh - g.pt) * g.w + (hb.lo + p0) * g.sw - g.pl) * B;
-        channel_tile_pick(yb, g.sw * B, noc, static_cast<int>(mr))(K, at, off, wa, ba, noc, act,
+        channel_tile_pick(yb, g.sw * B, noc, static_cast<int>(mr))(K, at, second_half(at, mr, g.sw * B), off, wa, wa,
+                                                                      ba, noc, act,
                                                                       ya + (oh * g.ow + hb.lo + p0) * yu, ohw);
         continue;
       }
@@ -771,14 +782,16 @@ void channel_gemm_halo(ThreadPool* pool, const Geo& g, const float* wg, const fl
       if (v < n_b) {  // a border row: its band
         const int64_t b = v / rb.n, t = v % rb.n, p0 = rb.begin(t), mr = rb.begin(t + 1) - p0;
         const float* at = bands + b * hb.band(g) + p0 * g.sw * B;
-        channel_tile_pick(yb, g.sw * B, noc, static_cast<int>(mr))(K, at, off_b, wa, ba, noc, act,
+        channel_tile_pick(yb, g.sw * B, noc, static_cast<int>(mr))(K, at, second_half(at, mr, g.sw * B), off_b, wa, wa,
+                                                                      ba, noc, act,
                                                                       ya + (hb.border_row(b) * g.ow + p0) * yu, ohw);
         continue;
       }
       v -= n_b;  // an edge column: down its strip into tmp, then position by position
       const int64_t e = v / rs.n, t = v % rs.n, p0 = rs.begin(t), mr = rs.begin(t + 1) - p0, ow = hb.edge_col(e);
       const float* at = strips + e * hb.strip(g) + p0 * g.sh * B;
-      channel_tile_pick(true, g.sh * B, noc, static_cast<int>(mr))(K, at, off_s, wa, ba, noc, act, tmp, kCR);
+      channel_tile_pick(true, g.sh * B, noc, static_cast<int>(mr))(K, at, second_half(at, mr, g.sh * B), off_s, wa, wa,
+                                                                    ba, noc, act, tmp, kCR);
       for (int64_t r = 0; r < mr; ++r) {
         const int64_t q = (hb.r0 + p0 + r) * g.ow + ow;
         for (int vv = 0; vv < 2 && 16 * vv < noc; ++vv) {
@@ -791,6 +804,15 @@ void channel_gemm_halo(ThreadPool* pool, const Geo& g, const float* wg, const fl
       }
     }
   });
+}
+
+// Bytes of a core's L2 cache (sysconf; 1 MiB when it does not say).
+int64_t l2_bytes() {
+  static const int64_t bytes = [] {
+    const long b = sysconf(_SC_LEVEL2_CACHE_SIZE);
+    return b > 0 ? static_cast<int64_t>(b) : int64_t{1} << 20;
+  }();
+  return bytes;
 }
 
 // One image and group, channel-major: the source, its row offsets, then the tiles: units (panel of 32 channels,
@@ -819,18 +841,37 @@ void channel_gemm(ThreadPool* pool, const Geo& g, const float* wg, const float* 
   else
     plane_offsets(g, cs.l, off);
   const bool flat = cs.flat(g);
+  // Output rows of at most kCR / 2 positions (7 x 7 maps) would fill half a tile each: a tile takes two rows then
+  // (its halves read two source rows; in Y they are consecutive positions), an odd last row one.
+  const bool pairs = !flat && g.ow <= kCR / 2 && g.oh > 1;
   const RowTiles rt(flat ? ohw : g.ow);
-  const int64_t rows = flat ? 1 : g.oh, per_panel = rows * rt.n, panels = kernels::ceil_div(g.og, k5::kNR);
-  const int64_t unit = cs.unit(), ps = cs.sw * unit, yu = yb ? kLayoutBlock : 1;
+  const int64_t rows = flat ? 1 : pairs ? kernels::ceil_div(g.oh, 2) : g.oh, per_panel = rows * rt.n;
+  const int64_t panels = kernels::ceil_div(g.og, k5::kNR);
+  const int64_t unit = cs.unit(), ps = cs.sw * unit, yu = yb ? kLayoutBlock : 1, pitch = cs.sh * cs.l.wp * unit;
+  // Weights that stream from memory (a model's weights beyond the cache: ResNet-18's 7 x 7 layers, 590 KiB per panel,
+  // 9.4 MiB per layer, took 2.2-2.3 ms where the same layer with cached weights takes 1.5-1.6) are prefetched into
+  // L2 one panel ahead, when two panels fit in a core's L2 and a panel has at least two tiles to spread the lines over.
+  const bool prefetch = per_panel >= 2 && panels > 1 && 2 * k5::kNR * K * 4 <= l2_bytes();
   kernels::parallel_chunks(pool, panels * per_panel, 1, [&](int64_t ub, int64_t ue) {
     for (int64_t u = ub; u < ue; ++u) {
-      const int64_t a = u / per_panel, oh = (u % per_panel) / rt.n, t = u % rt.n;
-      const int64_t p0 = rt.begin(t), mr = rt.begin(t + 1) - p0;
+      const int64_t a = u / per_panel, row = (u % per_panel) / rt.n, t = u % rt.n;
+      const int64_t oh = pairs ? 2 * row : row;
+      const int64_t p0 = rt.begin(t);
+      int64_t mr = rt.begin(t + 1) - p0;
       const int noc = static_cast<int>(g.og - a * k5::kNR < k5::kNR ? g.og - a * k5::kNR : k5::kNR);
-      const float* at = flat ? src + p0 * unit : src + (oh * cs.sh * cs.l.wp + p0 * cs.sw) * unit;
+      const float* at = flat ? src + p0 * unit : src + oh * pitch + p0 * cs.sw * unit;
+      const float* at2 = second_half(at, mr, ps);
+      if (pairs && oh + 1 < g.oh) {  // rows oh and oh + 1 (rt is one tile: p0 = 0, mr = g.ow)
+        at2 = at + pitch;
+        mr *= 2;
+      }
       const float* ba = bias == nullptr ? nullptr : bias + a * k5::kNR;
+      const float* wa = wg + a * k5::kNR * K;
+      // The next panel's weights into L2 while this one's tiles run, a line per k: its first and second half by
+      // alternate tiles (see `prefetch`).
+      const float* pf = prefetch && a + 1 < panels ? wa + k5::kNR * K + (u % 2) * 16 * K : wa;
       const ChannelTileFn tile = channel_tile_pick(yb, ps, noc, static_cast<int>(mr));
-      tile(K, at, off, wg + a * k5::kNR * K, ba, noc, act, yg + a * k5::kNR * ohw + (oh * g.ow + p0) * yu, ohw);
+      tile(K, at, at2, off, wa, pf, ba, noc, act, yg + a * k5::kNR * ohw + (oh * g.ow + p0) * yu, ohw);
     }
   });
 }

@@ -116,6 +116,27 @@ def test_avx512_conv2d_stems_write_blocked_outputs(case):
         _C.run_kernel("conv2d", attrs, inputs, kernel_set="avx512", blocked_inputs=[0])
 
 
+# Output rows of at most 7 positions: a channel-major tile takes two rows (its halves read two source rows), an odd
+# last row alone. With O = 16 (less than a 32-channel panel) the NCHW run takes the GEMM, so the blocked runs are
+# checked against a path that does not pair rows; O = 48 pairs in both and is checked against portable too.
+PAIRS = [
+    (1, 32, 7, 7, 16, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "relu"),      # ResNet's 7 x 7: 3 pairs + 1 row
+    (1, 16, 6, 5, 16, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "none"),      # an even number of 5-position rows
+    (1, 32, 14, 13, 16, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), "relu6"),   # stride 2 into 7 x 7: rows 2 apart
+    (2, 64, 7, 7, 48, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "none"),      # two panels, batch 2
+    (1, 32, 9, 4, 16, 3, 3, (1, 1), (0, 0, 0, 0), (1, 1), "none"),      # unpadded: in place, 7 x 2 outputs
+]
+
+
+@needs_avx512
+@pytest.mark.parametrize("case", PAIRS, ids=lambda c: f"{c[1]}x{c[2]}x{c[3]}-o{c[4]}-s{c[7][0]}")
+def test_avx512_conv2d_short_rows_pair_up(case):
+    attrs, inputs = _conv(case)
+    ref = _all_layouts("conv2d", attrs, inputs, "avx512", DENSE_COMBOS)
+    exact = _C.run_kernel("conv2d", attrs, inputs, kernel_set="portable")[0]
+    np.testing.assert_allclose(ref, exact, rtol=0, atol=1e-5 * max(1.0, float(np.abs(exact).max())))
+
+
 DEPTHWISE = [  # (C, H, W, k, stride, padding, dilation, activation)
     (32, 13, 21, 3, (1, 1), (1, 1, 1, 1), (1, 1), "relu6"),
     (16, 14, 14, 3, (2, 2), (1, 1, 1, 1), (1, 1), "none"),   # stride 2
