@@ -582,6 +582,13 @@ ChannelTileFn channel_tile_pick(bool yb, int64_t ps, int noc, int mr) {
   return noc <= 16 ? channel_tile_nv<true, 1>(ps, mr) : channel_tile_nv<true, 2>(ps, mr);
 }
 
+// One tile of mr positions along one source row (read at a + r * ps), with no weights prefetched.
+void row_tile(bool yb, int64_t ps, int noc, int64_t mr, int64_t K, const float* a, const int64_t* off, const float* w,
+              const float* bias, const kernels::Activation& act, float* y, int64_t ohw) {
+  channel_tile_pick(yb, ps, noc, static_cast<int>(mr))(K, a, second_half(a, mr, ps), off, w, w, bias, noc, act, y,
+                                                        ohw);
+}
+
 // Tiles of one output row (or of the flat plane): `len` positions in ceil(len / kCR) tiles of nearly equal size
 // (a 16-wide row runs 8 + 8, not 14 + 2; 56 and 28 run whole tiles of 14).
 struct RowTiles {
@@ -773,25 +780,20 @@ void channel_gemm_halo(ThreadPool* pool, const Geo& g, const float* wg, const fl
       if (v < n_in) {  // interior: in place
         const int64_t oh = hb.r0 + v / ri.n, t = v % ri.n, p0 = ri.begin(t), mr = ri.begin(t + 1) - p0;
         const float* at = x + ((oh * g.sh - g.pt) * g.w + (hb.lo + p0) * g.sw - g.pl) * B;
-        channel_tile_pick(yb, g.sw * B, noc, static_cast<int>(mr))(K, at, second_half(at, mr, g.sw * B), off, wa, wa,
-                                                                      ba, noc, act,
-                                                                      ya + (oh * g.ow + hb.lo + p0) * yu, ohw);
+        row_tile(yb, g.sw * B, noc, mr, K, at, off, wa, ba, act, ya + (oh * g.ow + hb.lo + p0) * yu, ohw);
         continue;
       }
       v -= n_in;
       if (v < n_b) {  // a border row: its band
         const int64_t b = v / rb.n, t = v % rb.n, p0 = rb.begin(t), mr = rb.begin(t + 1) - p0;
         const float* at = bands + b * hb.band(g) + p0 * g.sw * B;
-        channel_tile_pick(yb, g.sw * B, noc, static_cast<int>(mr))(K, at, second_half(at, mr, g.sw * B), off_b, wa, wa,
-                                                                      ba, noc, act,
-                                                                      ya + (hb.border_row(b) * g.ow + p0) * yu, ohw);
+        row_tile(yb, g.sw * B, noc, mr, K, at, off_b, wa, ba, act, ya + (hb.border_row(b) * g.ow + p0) * yu, ohw);
         continue;
       }
       v -= n_b;  // an edge column: down its strip into tmp, then position by position
       const int64_t e = v / rs.n, t = v % rs.n, p0 = rs.begin(t), mr = rs.begin(t + 1) - p0, ow = hb.edge_col(e);
       const float* at = strips + e * hb.strip(g) + p0 * g.sh * B;
-      channel_tile_pick(true, g.sh * B, noc, static_cast<int>(mr))(K, at, second_half(at, mr, g.sh * B), off_s, wa, wa,
-                                                                    ba, noc, act, tmp, kCR);
+      row_tile(true, g.sh * B, noc, mr, K, at, off_s, wa, ba, act, tmp, kCR);
       for (int64_t r = 0; r < mr; ++r) {
         const int64_t q = (hb.r0 + p0 + r) * g.ow + ow;
         for (int vv = 0; vv < 2 && 16 * vv < noc; ++vv) {
@@ -851,7 +853,8 @@ void channel_gemm(ThreadPool* pool, const Geo& g, const float* wg, const float* 
   // Weights that stream from memory (a model's weights beyond the cache: ResNet-18's 7 x 7 layers, 590 KiB per panel,
   // 9.4 MiB per layer, took 2.2-2.3 ms where the same layer with cached weights takes 1.5-1.6) are prefetched into
   // L2 one panel ahead, when two panels fit in a core's L2 and a panel has at least two tiles to spread the lines over.
-  const bool prefetch = per_panel >= 2 && panels > 1 && 2 * k5::kNR * K * 4 <= l2_bytes();
+  const bool prefetch =
+      per_panel >= 2 && panels > 1 && 2 * k5::kNR * K * static_cast<int64_t>(sizeof(float)) <= l2_bytes();
   kernels::parallel_chunks(pool, panels * per_panel, 1, [&](int64_t ub, int64_t ue) {
     for (int64_t u = ub; u < ue; ++u) {
       const int64_t a = u / per_panel, row = (u % per_panel) / rt.n, t = u % rt.n;
