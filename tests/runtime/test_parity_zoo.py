@@ -131,18 +131,30 @@ def test_bad_kernel_set_exclusions_are_refused(exported):
         rt.InferenceSession(str(path), exclude_kernel_sets="avx512")
 
 
+def _conv_sets() -> set[str]:
+    return {ks for op, _, ks, _ in rt._C.registered_kernel_sets() if op == "conv2d"}
+
+
+# Sessions whose convolutions run each FMA set this CPU has: the best (avx512 where present), then avx2 alone.
+_FMA_RUNS = [pytest.param([], id="best"), pytest.param(["avx512"], id="avx2")]
+
+
+@pytest.mark.parametrize("drop", _FMA_RUNS)
 @pytest.mark.parametrize("name", _models())
-def test_blocked_layouts_give_identical_bits(exported, name):
+def test_blocked_layouts_give_identical_bits(exported, name, drop):
     """A session keeps tensors between kernels that take it in the blocked layout (NCHW16c); the results are the
-    bits of an all-NCHW session, for any batch (the choice is made again per shape) and thread count."""
+    bits of an all-NCHW session, for any batch (the choice is made again per shape) and thread count, with either FMA
+    set's convolutions."""
+    if drop and "avx2" not in _conv_sets():
+        pytest.skip("this CPU lacks AVX2 + FMA: no avx2 conv2d kernel")
     model, path, make_input = exported[name]
-    plain = rt.InferenceSession(str(path), blocked_layouts=False)
+    plain = rt.InferenceSession(str(path), blocked_layouts=False, exclude_kernel_sets=drop)
     for batch in (1, 3):
         x = make_input(batch).numpy()
         want = plain.run(None, {"input": x})[0]
         assert plain.blocked_tensors() == 0
         for threads in (1, 2):
-            sess = rt.InferenceSession(str(path), threads=threads)
+            sess = rt.InferenceSession(str(path), threads=threads, exclude_kernel_sets=drop)
             got = sess.run(None, {"input": x})[0]
             np.testing.assert_array_equal(got, want)
             assert np.array_equal(np.signbit(got), np.signbit(want))
@@ -180,7 +192,10 @@ class _Chain(dt.nn.Module):
         return b.mean(dim=(2, 3)), y
 
 
-def test_blocked_layouts_on_a_mixed_chain(tmp_path):
+@pytest.mark.parametrize("drop", _FMA_RUNS)
+def test_blocked_layouts_on_a_mixed_chain(tmp_path, drop):
+    if drop and "avx2" not in _conv_sets():
+        pytest.skip("this CPU lacks AVX2 + FMA: no avx2 conv2d kernel")
     dt.manual_seed(0)
     model = _Chain().eval()
     x = dt.randn(2, 3, 37, 41)
@@ -189,13 +204,13 @@ def test_blocked_layouts_on_a_mixed_chain(tmp_path):
     with dt.no_grad():
         ref = [t.numpy() for t in model(x)]
     xs = {"input": x.numpy()}
-    plain = rt.InferenceSession(str(path), blocked_layouts=False).run(None, xs)
-    sess = rt.InferenceSession(str(path))
+    plain = rt.InferenceSession(str(path), blocked_layouts=False, exclude_kernel_sets=drop).run(None, xs)
+    sess = rt.InferenceSession(str(path), exclude_kernel_sets=drop)
     got = sess.run(None, xs)
     for g, p, r in zip(got, plain, ref):
         np.testing.assert_array_equal(g, p)
         assert np.max(np.abs(g - r)) <= 1e-5 * max(1.0, float(np.max(np.abs(r))))
-    if ("conv2d", "avx512") in {(op, ks) for op, _, ks, _ in rt._C.registered_kernel_sets()}:
+    if _conv_sets() & {"avx512", "avx2"}:
         assert sess.blocked_tensors() > 0
     else:
-        print("test_blocked_layouts_on_a_mixed_chain: no avx512 kernels on this CPU: nothing is blocked")
+        print("test_blocked_layouts_on_a_mixed_chain: no FMA conv2d kernels on this CPU: nothing is blocked")

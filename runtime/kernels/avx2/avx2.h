@@ -92,3 +92,7 @@ inline __m256 odd_floats(__m256 lo, __m256 hi) {
 #define DTORCH_REGISTER_AVX2_KERNEL(op, dtype, infer, run, prepare)                                           \
   DTORCH_REGISTER_ISA_KERNEL("avx2", ::dtorch::kAvx2KernelRank, false, ::dtorch::kernels::avx2_fma_supported, op, \
                              dtype, infer, run, prepare)
+// The same with the kernel's LayoutFn (core/kernel.h).
+#define DTORCH_REGISTER_AVX2_LAYOUT_KERNEL(op, dtype, infer, run, prepare, layouts)                               \
+  DTORCH_REGISTER_ISA_LAYOUT_KERNEL("avx2", ::dtorch::kAvx2KernelRank, false, ::dtorch::kernels::avx2_fma_supported, \
+                                     op, dtype, infer, run, prepare, layouts)

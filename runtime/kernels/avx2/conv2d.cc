@@ -16,6 +16,10 @@
 // vector, taps in (row, column) order with one FMA each starting from the bias: for 3x3 undilated ones with column
 // stride 1 or 2, blocks of up to 6 independent vectors with the weights in registers (dw3x3_planes); others 4 rows
 // at a time with masked loads or gathers per tap (depthwise_plane).
+// Blocked layouts (core/kernel.h, NCHW16c): dense convolutions take a blocked X and/or write a blocked Y through the
+// channel-major tiles of kernels/common/channel_conv.h (6 positions x 16 output channels, the packed weights' panels
+// read in place), depthwise ones take X and Y blocked together (depthwise_blocked); every combination gives the
+// NCHW bits.
 // Threads split GEMM work units or output planes only.
 // Planes whose positions do not fit 32-bit gather indices run the best bit-exact kernel (x86 or portable).
 #include <immintrin.h>
@@ -24,6 +28,7 @@
 #include "kernels/avx2/depthwise_fma.h"
 #include "kernels/avx2/gemm_fma.h"
 #include "kernels/common/activation.h"
+#include "kernels/common/channel_conv.h"
 #include "kernels/common/conv_geometry.h"
 #include "kernels/common/fma_conv.h"
 #include "kernels/common/util.h"
@@ -297,7 +302,8 @@ void direct_gemm(ThreadPool* pool, const Geo& g, const float* wp, const float* x
       for (int64_t t = 0; t < tiles; ++t) {
         const int64_t i0 = t * k2::kMR;
         const int mr = static_cast<int>(g.og - i0 < k2::kMR ? g.og - i0 : k2::kMR);
-        k2::tile_rows(mr, true, true, nr, kg, wp + t * k2::kMR * kg, rows, i0, oh * g.ow + ow0, y, ohw, ep, mk);
+        k2::tile_rows(mr, true, true, nr, kg, k2::tile_a(wp, k2::kWP, kg, t, 0), k2::kWP, rows, i0, oh * g.ow + ow0, y,
+                      ohw, ep, mk);
       }
     }
   });
@@ -321,9 +327,9 @@ bool transposed(const Geo& g) {
 // Scratch of the transposed product: cols^T packed in kMR-position panels (pack_a's layout), then Y^T (OH*OW x Og).
 int64_t cols_t_floats(const Geo& g) { return kernels::ceil_div(k2::packed_a_floats(g.oh * g.ow, g.cg * g.kh * g.kw), 8) * 8; }
 
-// The transposed product's B block: W^T[k][j0 + q] = W[j0 + q][k], from the weights packed in kMR-channel panels
-// (k-major, rows past Og zero): each row of the block is kNR / kMR = 6 pieces of 4 floats, one per panel, 0 past
-// the last panel.
+// The transposed product's B block: W^T[k][j0 + q] = W[j0 + q][k], from the weights packed in kWP-channel panels
+// (k-major, rows past Og zero): each row of the block is kNR / kMR = 6 pieces of 4 channels (a quarter of a panel),
+// 0 past the last channel.
 struct WeightPanels {
   const float* wp;
   int64_t K;
@@ -331,15 +337,16 @@ struct WeightPanels {
     constexpr int kPieces = k2::kNR / k2::kMR;
     const int present = static_cast<int>(kernels::ceil_div(nr, k2::kMR));
     const float* src[kPieces];
-    for (int p = 0; p < kPieces; ++p) src[p] = wp + (j0 / k2::kMR + p) * k2::kMR * K + k0 * k2::kMR;
+    for (int p = 0; p < kPieces; ++p) src[p] = k2::tile_a(wp, k2::kWP, K, j0 / k2::kMR + p, k0);
     const __m128 zero = _mm_setzero_ps();
     for (int64_t r = 0; r < kc; ++r) {
       float* d = dst + r * k2::kNR;
-      for (int p = 0; p < kPieces; ++p) _mm_store_ps(d + 4 * p, p < present ? _mm_loadu_ps(src[p] + 4 * r) : zero);
+      for (int p = 0; p < kPieces; ++p)
+        _mm_store_ps(d + 4 * p, p < present ? _mm_loadu_ps(src[p] + k2::kWP * r) : zero);
     }
   }
 };
-static_assert(k2::kMR == 4, "WeightPanels copies 4-float pieces");
+static_assert(k2::kMR == 4 && k2::kWP % k2::kMR == 0, "WeightPanels copies 4-float pieces of whole panels");
 
 // r[i] = row i of an 8 x 8 block; after: r[i] = its column i.
 inline void transpose8(__m256 (&r)[8]) {
@@ -417,9 +424,9 @@ void gemm_one_group(ThreadPool* pool, const Geo& g, const float* wg, const float
   ep.bias_per_row = !swap;
   if (!swap) {
     if (g.pointwise)
-      k2::gemm(pool, g.og, ohw, kg, wg, Rows{xg, ohw, xg + kg * ohw}, yg, ohw, ep);
+      k2::gemm(pool, g.og, ohw, kg, wg, k2::kWP, Rows{xg, ohw, xg + kg * ohw}, yg, ohw, ep);
     else
-      k2::gemm(pool, g.og, ohw, kg, wg, Im2col{&g, xg}, yg, ohw, ep);
+      k2::gemm(pool, g.og, ohw, kg, wg, k2::kWP, Im2col{&g, xg}, yg, ohw, ep);
     return;
   }
   float* cols_t = work;
@@ -428,13 +435,13 @@ void gemm_one_group(ThreadPool* pool, const Geo& g, const float* wg, const float
     pack_cols_t(pool, ohw, kg, Rows{xg, ohw, xg + kg * ohw}, cols_t);
   else
     pack_cols_t(pool, ohw, kg, Im2col{&g, xg}, cols_t);
-  k2::gemm(pool, ohw, g.og, kg, cols_t, WeightPanels{wg, kg}, yt, g.og, ep);
+  k2::gemm(pool, ohw, g.og, kg, cols_t, k2::kMR, WeightPanels{wg, kg}, yt, g.og, ep);
   transpose_out(pool, yt, ohw, g.og, yg);
 }
 
 // The avx2 pieces of kernels/common/fma_conv.h's conv2d.
 struct Avx2 {
-  static constexpr int64_t kPanel = k2::kMR;
+  static constexpr int64_t kPanel = k2::kWP;
   static size_t work_floats(const Geo& g) {  // the padded input, or the transposed product's buffers
     if (direct(g)) return static_cast<size_t>(DirectPlan(g).floats(g));
     return transposed(g) ? static_cast<size_t>(cols_t_floats(g) + g.oh * g.ow * g.og) : 0;
@@ -450,6 +457,214 @@ struct Avx2 {
 };
 using Conv = kernels::FmaConv2d<Avx2>;
 
+// --- channel-major tiles and blocked layouts (kernels/common/channel_conv.h) ----------------------------------
+//
+// A tile is MR <= 6 positions x the 16 output channels of one packed weight panel (two ymm per position: 12
+// accumulators, the panel's two vectors for k and one broadcast). Each output starts at its bias and adds its
+// products in k order with one FMA each, as the GEMM's tiles do (a fused multiply-add does not depend on the order
+// of its factors): the same bits.
+namespace cc = kernels::channel_conv;
+constexpr int kCR = 6;  // positions per tile
+
+// Positions r < MR / 2 read a + off[k] + r * PS and go to y, the others read a2 + off[k] + (r - MR / 2) * PS and go
+// to y2 (PS: floats from one position's input to the next: the column stride in an NCHW source, 16 x it in a blocked
+// one; cc::ChannelTileFn). Y blocked (YB: a position's 16 channels are two stores) or NCHW (noc rows of positions,
+// ohw floats apart: transposed in registers, 8 channels at a time).
+template <int MR, int PS, bool YB>
+void channel_tile(int64_t K, const float* a, const float* a2, const int64_t* off, const float* b, const float* pf,
+                  const float* bias, int noc, const kernels::Activation& act, float* y, float* y2, int64_t ohw) {
+  constexpr int H = MR / 2;
+  __m256 c0[MR], c1[MR];  // channels [0, 8) and [8, 16) of each position
+  const __m256 b0 = bias == nullptr ? _mm256_setzero_ps() : _mm256_maskload_ps(bias, k2::lane_mask(noc));
+  const __m256 b1 = bias == nullptr ? _mm256_setzero_ps() : _mm256_maskload_ps(bias + 8, k2::lane_mask(noc - 8));
+  DTORCH_AVX2_UNROLL
+  for (int r = 0; r < MR; ++r) {
+    c0[r] = b0;
+    c1[r] = b1;
+  }
+  for (int64_t k = 0; k < K; ++k) {
+    const float* ak = a + off[k];
+    const float* ak2 = a2 + off[k];
+    _mm_prefetch(reinterpret_cast<const char*>(pf + 16 * k), _MM_HINT_T1);
+    const __m256 w0 = _mm256_load_ps(b), w1 = _mm256_load_ps(b + 8);
+    DTORCH_AVX2_UNROLL
+    for (int r = 0; r < MR; ++r) {
+      const __m256 x = _mm256_broadcast_ss(r < H ? ak + r * PS : ak2 + (r - H) * PS);
+      c0[r] = _mm256_fmadd_ps(x, w0, c0[r]);
+      c1[r] = _mm256_fmadd_ps(x, w1, c1[r]);
+    }
+    b += k2::kWP;
+  }
+  bool done = false;
+  if constexpr (YB) {  // noc is 16 (a blocked Y's channel count is a multiple of 16)
+    DTORCH_AVX2_UNROLL
+    for (int r = 0; r < MR; ++r) {
+      float* o = r < H ? y + r * kLayoutBlock : y2 + (r - H) * kLayoutBlock;
+      _mm256_storeu_ps(o, k2::activate(act, c0[r], &done));
+      _mm256_storeu_ps(o + 8, k2::activate(act, c1[r], &done));
+    }
+    if (!done) {
+      kernels::bias_activation(act, 0.0f, y, H * kLayoutBlock);
+      kernels::bias_activation(act, 0.0f, y2, (MR - H) * kLayoutBlock);
+    }
+  } else {
+    for (int v = 0; v < 2; ++v) {
+      const int n = noc - 8 * v;
+      if (n <= 0) break;
+      __m256 t[8];
+      DTORCH_AVX2_UNROLL
+      for (int r = 0; r < 8; ++r) t[r] = r < MR ? (v == 0 ? c0[r] : c1[r]) : _mm256_setzero_ps();
+      transpose8(t);
+      for (int j = 0; j < 8 && j < n; ++j) {
+        float* row = y + (8 * v + j) * ohw;
+        float* row2 = y2 + (8 * v + j) * ohw;
+        alignas(32) float o[8];
+        _mm256_store_ps(o, k2::activate(act, t[j], &done));
+        for (int r = 0; r < MR; ++r) (r < H ? row[r] : row2[r - H]) = o[r];
+        if (!done) {
+          kernels::bias_activation(act, 0.0f, row, H);
+          kernels::bias_activation(act, 0.0f, row2, MR - H);
+        }
+      }
+    }
+  }
+}
+
+template <int PS, bool YB>
+cc::ChannelTileFn channel_tile_for(int mr) {
+  static constexpr cc::ChannelTileFn kTiles[kCR] = {channel_tile<1, PS, YB>, channel_tile<2, PS, YB>,
+                                                    channel_tile<3, PS, YB>, channel_tile<4, PS, YB>,
+                                                    channel_tile<5, PS, YB>, channel_tile<6, PS, YB>};
+  return kTiles[mr - 1];
+}
+static_assert(kCR == 6, "channel_tile_for lists 1..6 positions");
+
+template <bool YB>
+cc::ChannelTileFn channel_tile_ps(int64_t ps, int mr) {
+  switch (ps) {
+    case 1: return channel_tile_for<1, YB>(mr);
+    case 2: return channel_tile_for<2, YB>(mr);
+    case kLayoutBlock: return channel_tile_for<kLayoutBlock, YB>(mr);
+    default: return channel_tile_for<2 * kLayoutBlock, YB>(mr);
+  }
+}
+
+// Depthwise convolutions with X and Y blocked: each position's 16 channels are two vectors, so no lane is spent on
+// padding or on a row's end and every stride reads plain loads. Each output starts at its bias and adds its taps in
+// (row, column) order with one FMA each, skipping rows outside the image and adding +0 for columns outside it, as
+// depthwise_fma.h does: the same bits.
+constexpr int64_t kDwBlockedTaps = 49;  // weights of kernels up to 7 x 7 kept per channel block
+constexpr int kDwPos = 3;               // positions per step (6 independent FMA chains)
+
+void depthwise_blocked(ThreadPool* pool, const Geo& g, const float* x, const float* w, const float* bias, float* y) {
+  const int64_t B = kLayoutBlock, taps = g.kh * g.kw, cb = g.c / B;
+  int64_t lo = 0, hi = 0;  // output columns [lo, hi) read only columns inside the input row
+  cc::window_inside(g.ow, g.sw, g.pl, (g.kw - 1) * g.dw, g.w, &lo, &hi);
+  kernels::parallel_chunks(pool, g.n * cb * g.oh, 4, [&](int64_t ub, int64_t ue) {
+    alignas(32) float wv[kDwBlockedTaps * kLayoutBlock];  // tap t's 16 channels at wv + 16 t
+    int64_t loaded = -1;
+    for (int64_t u = ub; u < ue; ++u) {
+      const int64_t plane = u / g.oh, oh = u % g.oh, blk = plane % cb;
+      if (plane != loaded) {  // tap t of channel c is w[c * taps + t]
+        for (int64_t c = 0; c < B; ++c)
+          for (int64_t t = 0; t < taps; ++t) wv[t * B + c] = w[(blk * B + c) * taps + t];
+        loaded = plane;
+      }
+      const __m256 b0 = bias == nullptr ? _mm256_setzero_ps() : _mm256_loadu_ps(bias + blk * B);
+      const __m256 b1 = bias == nullptr ? _mm256_setzero_ps() : _mm256_loadu_ps(bias + blk * B + 8);
+      const float* xp = x + plane * g.h * g.w * B;
+      float* yr = y + (plane * g.oh + oh) * g.ow * B;
+      int64_t i0 = 0, i1 = g.kh;  // kernel rows inside the image
+      while (i0 < g.kh && oh * g.sh - g.pt + i0 * g.dh < 0) ++i0;
+      while (i1 > i0 && oh * g.sh - g.pt + (i1 - 1) * g.dh >= g.h) --i1;
+      auto finish = [&](__m256 a0, __m256 a1, float* o) {
+        bool done = false;
+        _mm256_storeu_ps(o, k2::activate(g.act, a0, &done));
+        _mm256_storeu_ps(o + 8, k2::activate(g.act, a1, &done));
+        if (!done) kernels::bias_activation(g.act, 0.0f, o, B);
+      };
+      auto one = [&](int64_t ow) {  // a border position: +0 for the columns outside the row
+        __m256 a0 = b0, a1 = b1;
+        for (int64_t i = i0; i < i1; ++i) {
+          const float* xr = xp + (oh * g.sh - g.pt + i * g.dh) * g.w * B;
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const int64_t iw = ow * g.sw - g.pl + j * g.dw;
+            const bool in = iw >= 0 && iw < g.w;
+            const float* wt = wv + (i * g.kw + j) * B;
+            a0 = _mm256_fmadd_ps(_mm256_load_ps(wt), in ? _mm256_loadu_ps(xr + iw * B) : _mm256_setzero_ps(), a0);
+            a1 = _mm256_fmadd_ps(_mm256_load_ps(wt + 8), in ? _mm256_loadu_ps(xr + iw * B + 8) : _mm256_setzero_ps(),
+                                 a1);
+          }
+        }
+        finish(a0, a1, yr + ow * B);
+      };
+      for (int64_t ow = 0; ow < lo; ++ow) one(ow);
+      int64_t ow = lo;
+      for (; ow + kDwPos <= hi; ow += kDwPos) {
+        __m256 a0[kDwPos], a1[kDwPos];
+        DTORCH_AVX2_UNROLL
+        for (int p = 0; p < kDwPos; ++p) {
+          a0[p] = b0;
+          a1[p] = b1;
+        }
+        for (int64_t i = i0; i < i1; ++i) {
+          const float* xr = xp + ((oh * g.sh - g.pt + i * g.dh) * g.w + ow * g.sw - g.pl) * B;
+          for (int64_t j = 0; j < g.kw; ++j) {
+            const float* wt = wv + (i * g.kw + j) * B;
+            const __m256 w0 = _mm256_load_ps(wt), w1 = _mm256_load_ps(wt + 8);
+            const float* xj = xr + j * g.dw * B;
+            DTORCH_AVX2_UNROLL
+            for (int p = 0; p < kDwPos; ++p) {
+              a0[p] = _mm256_fmadd_ps(w0, _mm256_loadu_ps(xj + p * g.sw * B), a0[p]);
+              a1[p] = _mm256_fmadd_ps(w1, _mm256_loadu_ps(xj + p * g.sw * B + 8), a1[p]);
+            }
+          }
+        }
+        DTORCH_AVX2_UNROLL
+        for (int p = 0; p < kDwPos; ++p) finish(a0[p], a1[p], yr + (ow + p) * B);
+      }
+      for (; ow < g.ow; ++ow) one(ow);
+    }
+  });
+}
+
+// This set's pieces of kernels/common/channel_conv.h.
+struct Tiles {
+  static constexpr int64_t kNR = k2::kWP;
+  static constexpr int kCR = ::dtorch::kCR;
+  static constexpr int64_t kDwBlockedTaps = ::dtorch::kDwBlockedTaps;
+  static cc::ChannelTileFn pick(bool yb, int64_t ps, int, int mr) {
+    return yb ? channel_tile_ps<true>(ps, mr) : channel_tile_ps<false>(ps, mr);
+  }
+  // One padded row of column phase b of layout l: dst[u] = x[u * l.sw + b - pl] (x: the input row), 0 outside [0, w).
+  static void copy_phase_row(const Geo& g, const cc::PlaneLayout& l, const float* x, int64_t b, float* dst) {
+    const int64_t sw = l.sw, wp = l.wp;
+    const int64_t lo = g.pl - b;  // u * sw >= lo and u * sw < lo + w
+    int64_t u0 = lo <= 0 ? 0 : kernels::ceil_div(lo, sw);
+    int64_t u1 = lo + g.w <= 0 ? 0 : kernels::ceil_div(lo + g.w, sw);
+    u0 = u0 < wp ? u0 : wp;
+    u1 = u1 < wp ? (u1 < u0 ? u0 : u1) : wp;
+    for (int64_t u = 0; u < u0; ++u) dst[u] = 0.0f;
+    for (int64_t u = u1; u < wp; ++u) dst[u] = 0.0f;
+    const int64_t first = u0 * sw + b - g.pl;  // the input column of dst[u0]
+    const float* s = x + first;
+    int64_t u = u0;
+    if (sw == 1) {
+      for (; u + 8 <= u1; u += 8, s += 8) _mm256_storeu_ps(dst + u, _mm256_loadu_ps(s));
+    } else if (sw == 2) {  // 16 floats per 8 outputs, all inside the row
+      for (; u + 8 <= u1 && first + (u - u0) * 2 + 16 <= g.w; u += 8, s += 16)
+        _mm256_storeu_ps(dst + u, k2::even_floats(_mm256_loadu_ps(s), _mm256_loadu_ps(s + 8)));
+    }
+    for (; u < u1; ++u, s += sw) dst[u] = *s;
+  }
+  static void depthwise_blocked(ThreadPool* pool, const Geo& g, const float* x, const float* w, const float* bias,
+                                float* y) {
+    ::dtorch::depthwise_blocked(pool, g, x, w, bias, y);
+  }
+};
+using Blocked = cc::BlockedConv2d<Conv, Tiles>;
+
 }  // namespace
-DTORCH_REGISTER_AVX2_KERNEL(conv2d, DType::kFloat32, Conv::infer, Conv::run, Conv::prepare);
+DTORCH_REGISTER_AVX2_LAYOUT_KERNEL(conv2d, DType::kFloat32, Blocked::infer, Blocked::run, Conv::prepare,
+                                   Blocked::layouts);
 }  // namespace dtorch

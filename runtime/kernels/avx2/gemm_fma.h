@@ -5,6 +5,9 @@
 // function straight into a buffer on the stack (kKC rows x kNR columns, k-major, 24 KiB): convolutions write their
 // im2col columns there, so the columns are never materialized in memory. Register tile: kMR = 4 rows x kNR = 24
 // columns (12 ymm accumulators, 3 ymm of B per k, 4 broadcasts of A); 4 divides the channel counts networks use.
+// A's panels may be wider than a tile (`apw` floats per k, a multiple of kMR): the set packs convolution weights in
+// panels of kWP = 16 output channels, which the channel-major tiles (kernels/avx2/conv2d.cc) read as two vectors
+// per k and the GEMM's tiles as four quarters.
 //
 // Numerics (the avx2 set's contract, kernels/avx2/avx2.h): each C[i][j] starts at its bias (or +0.0f) and adds
 // A[i][k] * B[k][j] with one fused multiply-add per k, k ascending in one float32 accumulator (spilled to C and
@@ -37,6 +40,7 @@ constexpr int kMR = 4;        // rows of a register tile (= rows of a packed A p
 constexpr int kNV = 3;        // ymm per tile row
 constexpr int kNR = 8 * kNV;  // columns of a register tile = columns of a B block
 constexpr int64_t kKC = 256;  // rows of a B block: kKC x kNR floats = 24 KiB (L1)
+constexpr int kWP = 16;       // rows of a packed weight panel (four tiles' rows)
 
 // The packed A: panels of kMR rows (kernels/common/fma_gemm.h).
 inline int64_t packed_a_floats(int64_t M, int64_t K) { return packed_panels_floats(M, K, kMR); }
@@ -123,11 +127,11 @@ struct OffsetRows {
   DTORCH_AVX2_INLINE const float* operator()(int64_t k) const { return base + off[k]; }
 };
 
-// One register tile over one K block: start, c[r] += ap[k * kMR + r] * B[k][lane] for k < kc (k ascending, one
+// One register tile over one K block: start, c[r] += ap[k * apw + r] * B[k][lane] for k < kc (k ascending, one
 // FMA per k), finish. The accumulators stay in registers (MR x kNV ymm).
 template <int MR, class Rows>
-void tile(bool first, bool last, int nr, int64_t kc, const float* ap, Rows rows, int64_t i0, int64_t j0, float* C,
-          int64_t ldc, const Epilogue& ep, const RowMasks& mk) {
+void tile(bool first, bool last, int nr, int64_t kc, const float* ap, int64_t apw, Rows rows, int64_t i0, int64_t j0,
+          float* C, int64_t ldc, const Epilogue& ep, const RowMasks& mk) {
   __m256 c[MR][kNV];
   tile_start<MR>(first, i0, j0, C, ldc, ep, mk, c);
   for (int64_t k = 0; k < kc; ++k) {
@@ -141,20 +145,26 @@ void tile(bool first, bool last, int nr, int64_t kc, const float* ap, Rows rows,
       DTORCH_AVX2_UNROLL
       for (int v = 0; v < kNV; ++v) c[r][v] = _mm256_fmadd_ps(a, b[v], c[r][v]);
     }
-    ap += kMR;
+    ap += apw;
   }
   tile_finish<MR>(last, nr, i0, j0, C, ldc, ep, c);
 }
 
 template <class Rows>
-void tile_rows(int mr, bool first, bool last, int nr, int64_t kc, const float* ap, Rows rows, int64_t i0,
-               int64_t j0, float* C, int64_t ldc, const Epilogue& ep, const RowMasks& mk) {
+void tile_rows(int mr, bool first, bool last, int nr, int64_t kc, const float* ap, int64_t apw, Rows rows,
+               int64_t i0, int64_t j0, float* C, int64_t ldc, const Epilogue& ep, const RowMasks& mk) {
   switch (mr) {
-    case 4: tile<4>(first, last, nr, kc, ap, rows, i0, j0, C, ldc, ep, mk); break;
-    case 3: tile<3>(first, last, nr, kc, ap, rows, i0, j0, C, ldc, ep, mk); break;
-    case 2: tile<2>(first, last, nr, kc, ap, rows, i0, j0, C, ldc, ep, mk); break;
-    default: tile<1>(first, last, nr, kc, ap, rows, i0, j0, C, ldc, ep, mk); break;
+    case 4: tile<4>(first, last, nr, kc, ap, apw, rows, i0, j0, C, ldc, ep, mk); break;
+    case 3: tile<3>(first, last, nr, kc, ap, apw, rows, i0, j0, C, ldc, ep, mk); break;
+    case 2: tile<2>(first, last, nr, kc, ap, apw, rows, i0, j0, C, ldc, ep, mk); break;
+    default: tile<1>(first, last, nr, kc, ap, apw, rows, i0, j0, C, ldc, ep, mk); break;
   }
+}
+
+// Where tile t (rows [t * kMR, t * kMR + kMR)) finds K block k0 of A packed in panels of apw rows.
+DTORCH_AVX2_INLINE const float* tile_a(const float* ap, int64_t apw, int64_t K, int64_t t, int64_t k0) {
+  const int64_t row = t * kMR;
+  return ap + (row / apw) * apw * K + k0 * apw + row % apw;
 }
 static_assert(kMR == 4, "tile_rows dispatches MR = 1..4");
 
@@ -174,11 +184,12 @@ inline int64_t units_per_group(const GemmSplit& sp, int64_t K) {
   return kL2Bytes / c_bytes > 1 ? kL2Bytes / c_bytes : 1;
 }
 
-// C (M x N, ldc) = A . B (+ epilogue) with A packed (pack_a, all of it) and B produced by
+// C (M x N, ldc) = A . B (+ epilogue) with A packed in panels of apw rows (pack_a: apw = kMR; convolution weights:
+// kWP), all of it, and B produced by
 // fill(j0, nr, k0, kc, dst): write B[k0 + r][j0 + q] to dst[r * kNR + q] for r < kc, q < nr, and 0 for q >= nr.
 template <typename Fill>
-void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, Fill&& fill, float* C, int64_t ldc,
-          const Epilogue& ep) {
+void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, int64_t apw, Fill&& fill, float* C,
+          int64_t ldc, const Epilogue& ep) {
   if (M <= 0 || N <= 0) return;
   const GemmSplit sp(pool == nullptr ? 1 : pool->size(), N, kNR, ceil_div(M, kMR), K, kKC);
   const int64_t kblock = sp.kblock, group = units_per_group(sp, K);
@@ -200,7 +211,7 @@ void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, Fi
           for (int64_t t = t0; t < t1; ++t) {
             const int64_t i0 = t * kMR;
             const int mr = static_cast<int>(M - i0 < kMR ? M - i0 : kMR);
-            tile_rows(mr, first, last, nr, kc, ap + t * kMR * K + k0 * kMR, BlockRows{bbuf}, i0, j0, C, ldc, ep, mk);
+            tile_rows(mr, first, last, nr, kc, tile_a(ap, apw, K, t, k0), apw, BlockRows{bbuf}, i0, j0, C, ldc, ep, mk);
           }
         }
         k0 += kc;

@@ -1,7 +1,8 @@
 """Blocked layouts (NCHW16c, runtime/core/kernel.h): kernels that offer them give, for every combination of blocked
 and NCHW tensors they accept, the bits they give on NCHW tensors (run_kernel converts the arrays around the run);
 they refuse what they do not offer; and a session's choice of blocked tensors (executor.cc) never changes a model's
-result. The avx512 cases run only on CPUs with AVX-512, the x86 ones on CPUs with AVX2 and FMA."""
+result. The FMA sets' cases run for each set the CPU has (avx512: AVX-512; avx2: AVX2 and FMA), the x86 ones on CPUs
+with AVX2 and FMA."""
 
 from __future__ import annotations
 
@@ -26,12 +27,17 @@ def _why(kernel_set: str, op: str = "conv2d") -> str:
     return ""
 
 
-_WHY_AVX512, _WHY_X86 = _why("avx512"), _why("x86", "add")
-for _name, _w in (("avx512", _WHY_AVX512), ("x86", _WHY_X86)):
+_WHY_AVX512, _WHY_AVX2, _WHY_X86 = _why("avx512"), _why("avx2"), _why("x86", "add")
+for _name, _w in (("avx512", _WHY_AVX512), ("avx2", _WHY_AVX2), ("x86", _WHY_X86)):
     if _w:
         print(f"test_blocked_layouts: {_name} cases skipped: {_w}")
-needs_avx512 = pytest.mark.skipif(bool(_WHY_AVX512), reason=_WHY_AVX512)
 needs_x86 = pytest.mark.skipif(bool(_WHY_X86), reason=_WHY_X86)
+# The FMA kernel sets whose conv2d offers blocked layouts (kernels/common/channel_conv.h), each where the CPU has it.
+FMA_SETS = [
+    pytest.param("avx512", marks=pytest.mark.skipif(bool(_WHY_AVX512), reason=_WHY_AVX512)),
+    pytest.param("avx2", marks=pytest.mark.skipif(bool(_WHY_AVX2), reason=_WHY_AVX2)),
+]
+fma_sets = pytest.mark.parametrize("kset", FMA_SETS)
 
 
 def _same(a: np.ndarray, b: np.ndarray) -> None:
@@ -62,7 +68,7 @@ CONV = [
     (1, 32, 30, 31, 32, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "none"),     # rows of 31: tiles of 11 + 10 + 10
 ]
 # Padded blocked inputs whose zero-padded copy would exceed 768 KiB are read in place with bands (border rows) and
-# strips (edge columns): BlockedHalo in kernels/avx512/conv2d.cc.
+# strips (edge columns): BlockedHalo in kernels/common/channel_conv.h.
 HALO = [
     (1, 32, 112, 112, 64, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), "relu"),    # SimpleNet's: top row, left column only
     (1, 64, 60, 61, 32, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "hardswish"),  # borders on all four sides
@@ -88,51 +94,55 @@ def _conv(case, bias=True, groups=1, seed=0):
     return attrs, [x, wt, b]
 
 
-@needs_avx512
+@fma_sets
 @pytest.mark.parametrize("case", CONV, ids=lambda c: f"{c[1]}x{c[2]}x{c[3]}-o{c[4]}-k{c[5]}s{c[7][0]}-{c[10]}")
 @pytest.mark.parametrize("bias", [True, False])
-def test_avx512_conv2d_blocked_gives_the_nchw_bits(case, bias):
+def test_conv2d_blocked_gives_the_nchw_bits(case, bias, kset):
     attrs, inputs = _conv(case, bias)
-    _all_layouts("conv2d", attrs, inputs, "avx512", DENSE_COMBOS)
+    _all_layouts("conv2d", attrs, inputs, kset, DENSE_COMBOS)
     # Weights not prepared at load (packed into scratch at run time): the same.
-    ref = _C.run_kernel("conv2d", attrs, inputs, kernel_set="avx512")[0]
-    _same(_C.run_kernel("conv2d", attrs, inputs, kernel_set="avx512", prepare=False, blocked_inputs=[0],
+    ref = _C.run_kernel("conv2d", attrs, inputs, kernel_set=kset)[0]
+    _same(_C.run_kernel("conv2d", attrs, inputs, kernel_set=kset, prepare=False, blocked_inputs=[0],
                         blocked_outputs=[0])[0], ref)
 
 
-@needs_avx512
+@fma_sets
 @pytest.mark.parametrize("case", HALO, ids=lambda c: f"{c[1]}x{c[2]}x{c[3]}-k{c[5]}s{c[7][0]}{c[7][1]}-p{c[8]}")
-def test_avx512_conv2d_reads_large_padded_blocked_inputs_in_place(case):
+def test_conv2d_reads_large_padded_blocked_inputs_in_place(case, kset):
     attrs, inputs = _conv(case)
-    _all_layouts("conv2d", attrs, inputs, "avx512", [([0], [0]), ([0], [])])
+    _all_layouts("conv2d", attrs, inputs, kset, [([0], [0]), ([0], [])])
 
 
-@needs_avx512
+@fma_sets
 @pytest.mark.parametrize("case", STEMS, ids=lambda c: f"k{c[5]}s{c[7][0]}-o{c[4]}")
-def test_avx512_conv2d_stems_write_blocked_outputs(case):
+def test_conv2d_stems_write_blocked_outputs(case, kset):
     attrs, inputs = _conv(case)
-    _all_layouts("conv2d", attrs, inputs, "avx512", [([], [0])])
+    _all_layouts("conv2d", attrs, inputs, kset, [([], [0])])
     with pytest.raises(ValueError, match="blocked_inputs: input 0 is not a 4-D float32 tensor with C % 16 == 0"):
-        _C.run_kernel("conv2d", attrs, inputs, kernel_set="avx512", blocked_inputs=[0])
+        _C.run_kernel("conv2d", attrs, inputs, kernel_set=kset, blocked_inputs=[0])
 
 
-# Output rows of at most 7 positions: a channel-major tile takes two rows (its halves read two source rows), an odd
-# last row alone. With O = 16 (less than a 32-channel panel) the NCHW run takes the GEMM, so the blocked runs are
-# checked against a path that does not pair rows; O = 48 pairs in both and is checked against portable too.
+# Rows whose tiles would leave many positions unused pair up: a channel-major tile takes up to half a tile of
+# positions of a row and the same columns of the next (its halves read two source rows and go to two output rows),
+# an odd last row alone. avx512's tiles are 14 positions (rows of 7 pair whole, rows of 16 pair as 8 + 8), avx2's 6
+# (rows of 7 as 2 + 2 + 3, rows of 14 as 2 + 3 + 3 + 3 + 3). With O = 16 the NCHW run of either set takes the GEMM,
+# which does not pair rows, so the blocked runs are checked against it; O = 48 is checked against portable too.
 PAIRS = [
     (1, 32, 7, 7, 16, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "relu"),      # ResNet's 7 x 7: 3 pairs + 1 row
     (1, 16, 6, 5, 16, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "none"),      # an even number of 5-position rows
     (1, 32, 14, 13, 16, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), "relu6"),   # stride 2 into 7 x 7: rows 2 apart
     (2, 64, 7, 7, 48, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "none"),      # two panels, batch 2
     (1, 32, 9, 4, 16, 3, 3, (1, 1), (0, 0, 0, 0), (1, 1), "none"),      # unpadded: in place, 7 x 2 outputs
+    (1, 16, 14, 14, 16, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "hardswish"),  # 14 x 14: avx2 pairs in column tiles
+    (1, 32, 9, 16, 48, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "sigmoid"),  # rows of 16: avx512 pairs as 8 + 8
 ]
 
 
-@needs_avx512
+@fma_sets
 @pytest.mark.parametrize("case", PAIRS, ids=lambda c: f"{c[1]}x{c[2]}x{c[3]}-o{c[4]}-s{c[7][0]}")
-def test_avx512_conv2d_short_rows_pair_up(case):
+def test_conv2d_short_rows_pair_up(case, kset):
     attrs, inputs = _conv(case)
-    ref = _all_layouts("conv2d", attrs, inputs, "avx512", DENSE_COMBOS)
+    ref = _all_layouts("conv2d", attrs, inputs, kset, DENSE_COMBOS)
     exact = _C.run_kernel("conv2d", attrs, inputs, kernel_set="portable")[0]
     np.testing.assert_allclose(ref, exact, rtol=0, atol=1e-5 * max(1.0, float(np.abs(exact).max())))
 
@@ -147,19 +157,19 @@ DEPTHWISE = [  # (C, H, W, k, stride, padding, dilation, activation)
 ]
 
 
-@needs_avx512
+@fma_sets
 @pytest.mark.parametrize("case", DEPTHWISE, ids=lambda c: f"c{c[0]}-{c[1]}x{c[2]}-k{c[3]}s{c[4][1]}")
-def test_avx512_depthwise_blocked_gives_the_nchw_bits(case):
+def test_depthwise_blocked_gives_the_nchw_bits(case, kset):
     c, h, w, k, s, p, d, act = case
     attrs, inputs = _conv((2, c, h, w, c, k, k, s, p, d, act), groups=c)
-    _all_layouts("conv2d", attrs, inputs, "avx512", [([0], [0])])
+    _all_layouts("conv2d", attrs, inputs, kset, [([0], [0])])
     # X and Y only together.
     with pytest.raises(RuntimeError, match="takes its tensors blocked all together or not at all"):
-        _C.run_kernel("conv2d", attrs, inputs, kernel_set="avx512", blocked_inputs=[0])
+        _C.run_kernel("conv2d", attrs, inputs, kernel_set=kset, blocked_inputs=[0])
 
 
-@needs_avx512
-def test_avx512_depthwise_blocked_skips_rows_outside_the_image():
+@fma_sets
+def test_depthwise_blocked_skips_rows_outside_the_image(kset):
     """Rows outside the image are skipped (no product) and columns outside add a +0 product, as the NCHW depthwise
     kernels do. With x = -0, w = +1 and a -0 bias every product inside the image is -0: a position whose window
     leaves the image only through rows stays -0, one that leaves it through columns becomes +0."""
@@ -168,19 +178,19 @@ def test_avx512_depthwise_blocked_skips_rows_outside_the_image():
     wt = np.ones((c, 1, 3, 3), np.float32)
     b = np.full((c,), -0.0, np.float32)
     attrs = {"stride": [1, 1], "padding": [1, 1, 1, 1], "groups": c}
-    ref = _all_layouts("conv2d", attrs, [x, wt, b], "avx512", [([0], [0])], threads=(1,))
+    ref = _all_layouts("conv2d", attrs, [x, wt, b], kset, [([0], [0])], threads=(1,))
     assert np.signbit(ref[:, :, 0, 2]).all() and np.signbit(ref[:, :, 5, 3]).all() and np.signbit(ref[:, :, 3, 3]).all()
     assert not np.signbit(ref[:, :, 2, 0]).any() and not np.signbit(ref[:, :, 0, 0]).any()
 
 
-@needs_avx512
-def test_avx512_conv2d_refuses_layouts_it_does_not_offer():
+@fma_sets
+def test_conv2d_refuses_layouts_it_does_not_offer(kset):
     attrs, inputs = _conv((1, 32, 8, 8, 32, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "none"), groups=2)
-    with pytest.raises(RuntimeError, match=r"kernel conv2d \(avx512\) does not take these tensors blocked here"):
-        _C.run_kernel("conv2d", attrs, inputs, kernel_set="avx512", blocked_inputs=[0], blocked_outputs=[0])
+    with pytest.raises(RuntimeError, match=rf"kernel conv2d \({kset}\) does not take these tensors blocked here"):
+        _C.run_kernel("conv2d", attrs, inputs, kernel_set=kset, blocked_inputs=[0], blocked_outputs=[0])
     attrs, inputs = _conv((1, 32, 8, 8, 24, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), "none"))
     with pytest.raises(ValueError, match="blocked_outputs: output 0 is not a 4-D float32 tensor with C % 16 == 0"):
-        _C.run_kernel("conv2d", attrs, inputs, kernel_set="avx512", blocked_outputs=[0])
+        _C.run_kernel("conv2d", attrs, inputs, kernel_set=kset, blocked_outputs=[0])
     # The portable kernel offers none.
     attrs, inputs = _conv((1, 16, 8, 8, 16, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "none"))
     with pytest.raises(RuntimeError, match=r"kernel conv2d \(portable\) does not take these tensors blocked here"):
