@@ -466,17 +466,43 @@ using Conv = kernels::FmaConv2d<Avx2>;
 namespace cc = kernels::channel_conv;
 constexpr int kCR = 6;  // positions per tile
 
+// Lanes [0, N) of v to p[0 .. N) (N <= 8): 4-, 2- and 1-float stores, no masked store (slow on Zen 2).
+template <int N>
+DTORCH_AVX2_INLINE void store_first(float* p, __m256 v) {
+  static_assert(N >= 0 && N <= 8, "at most 8 lanes");
+  if constexpr (N == 8) {
+    _mm256_storeu_ps(p, v);
+  } else if constexpr (N > 0) {
+    __m128 q = _mm256_castps256_ps128(v);
+    int at = 0;
+    if constexpr (N >= 4) {
+      _mm_storeu_ps(p, q);
+      q = _mm256_extractf128_ps(v, 1);
+      at = 4;
+    }
+    if constexpr (N % 4 >= 2) {
+      _mm_storel_pi(reinterpret_cast<__m64*>(p + at), q);
+      q = _mm_movehl_ps(q, q);
+      at += 2;
+    }
+    if constexpr (N % 2 == 1) _mm_store_ss(p + at, q);
+  }
+}
+
 // Positions r < MR / 2 read a + off[k] + r * PS and go to y, the others read a2 + off[k] + (r - MR / 2) * PS and go
 // to y2 (PS: floats from one position's input to the next: the column stride in an NCHW source, 16 x it in a blocked
 // one; cc::ChannelTileFn). Y blocked (YB: a position's 16 channels are two stores) or NCHW (noc rows of positions,
-// ohw floats apart: transposed in registers, 8 channels at a time).
-template <int MR, int PS, bool YB>
+// ohw floats apart: transposed in registers, 8 channels at a time). NV: vectors of channels (1 when noc <= 8, the last
+// panel of an NCHW Y whose channel count is not a multiple of 16: no FMA on the panel's zero half).
+template <int MR, int PS, bool YB, int NV>
 void channel_tile(int64_t K, const float* a, const float* a2, const int64_t* off, const float* b, const float* pf,
                   const float* bias, int noc, const kernels::Activation& act, float* y, float* y2, int64_t ohw) {
   constexpr int H = MR / 2;
-  __m256 c0[MR], c1[MR];  // channels [0, 8) and [8, 16) of each position
+  static_assert(NV == 2 || !YB, "a blocked Y holds 16 channels per position");
+  __m256 c0[MR], c1[MR];  // channels [0, 8) and [8, 16) of each position (c1 unused when NV = 1)
   const __m256 b0 = bias == nullptr ? _mm256_setzero_ps() : _mm256_maskload_ps(bias, k2::lane_mask(noc));
-  const __m256 b1 = bias == nullptr ? _mm256_setzero_ps() : _mm256_maskload_ps(bias + 8, k2::lane_mask(noc - 8));
+  const __m256 b1 = bias == nullptr || NV == 1 ? _mm256_setzero_ps()
+                                               : _mm256_maskload_ps(bias + 8, k2::lane_mask(noc - 8));
   DTORCH_AVX2_UNROLL
   for (int r = 0; r < MR; ++r) {
     c0[r] = b0;
@@ -486,12 +512,12 @@ void channel_tile(int64_t K, const float* a, const float* a2, const int64_t* off
     const float* ak = a + off[k];
     const float* ak2 = a2 + off[k];
     _mm_prefetch(reinterpret_cast<const char*>(pf + 16 * k), _MM_HINT_T1);
-    const __m256 w0 = _mm256_load_ps(b), w1 = _mm256_load_ps(b + 8);
+    const __m256 w0 = _mm256_load_ps(b), w1 = NV == 2 ? _mm256_load_ps(b + 8) : w0;
     DTORCH_AVX2_UNROLL
     for (int r = 0; r < MR; ++r) {
       const __m256 x = _mm256_broadcast_ss(r < H ? ak + r * PS : ak2 + (r - H) * PS);
       c0[r] = _mm256_fmadd_ps(x, w0, c0[r]);
-      c1[r] = _mm256_fmadd_ps(x, w1, c1[r]);
+      if (NV == 2) c1[r] = _mm256_fmadd_ps(x, w1, c1[r]);
     }
     b += k2::kWP;
   }
@@ -508,7 +534,9 @@ void channel_tile(int64_t K, const float* a, const float* a2, const int64_t* off
       kernels::bias_activation(act, 0.0f, y2, (MR - H) * kLayoutBlock);
     }
   } else {
-    for (int v = 0; v < 2; ++v) {
+    const bool one = y2 == y + H;  // the second half follows the first in Y's rows
+    const __m256i down = _mm256_setr_epi32(H, H + 1, H + 2, H + 3, H + 4, H + 5, H + 6, H + 7);  // lane l + H to l
+    for (int v = 0; v < NV; ++v) {
       const int n = noc - 8 * v;
       if (n <= 0) break;
       __m256 t[8];
@@ -518,34 +546,38 @@ void channel_tile(int64_t K, const float* a, const float* a2, const int64_t* off
       for (int j = 0; j < 8 && j < n; ++j) {
         float* row = y + (8 * v + j) * ohw;
         float* row2 = y2 + (8 * v + j) * ohw;
-        alignas(32) float o[8];
-        _mm256_store_ps(o, k2::activate(act, t[j], &done));
-        for (int r = 0; r < MR; ++r) (r < H ? row[r] : row2[r - H]) = o[r];
+        const __m256 o = k2::activate(act, t[j], &done);
+        if (one) {
+          store_first<MR>(row, o);
+        } else {
+          store_first<H>(row, o);
+          store_first<MR - H>(row2, _mm256_permutevar8x32_ps(o, down));
+        }
         if (!done) {
-          kernels::bias_activation(act, 0.0f, row, H);
-          kernels::bias_activation(act, 0.0f, row2, MR - H);
+          kernels::bias_activation(act, 0.0f, row, one ? MR : H);
+          if (!one) kernels::bias_activation(act, 0.0f, row2, MR - H);
         }
       }
     }
   }
 }
 
-template <int PS, bool YB>
+template <int PS, bool YB, int NV>
 cc::ChannelTileFn channel_tile_for(int mr) {
-  static constexpr cc::ChannelTileFn kTiles[kCR] = {channel_tile<1, PS, YB>, channel_tile<2, PS, YB>,
-                                                    channel_tile<3, PS, YB>, channel_tile<4, PS, YB>,
-                                                    channel_tile<5, PS, YB>, channel_tile<6, PS, YB>};
+  static constexpr cc::ChannelTileFn kTiles[kCR] = {channel_tile<1, PS, YB, NV>, channel_tile<2, PS, YB, NV>,
+                                                    channel_tile<3, PS, YB, NV>, channel_tile<4, PS, YB, NV>,
+                                                    channel_tile<5, PS, YB, NV>, channel_tile<6, PS, YB, NV>};
   return kTiles[mr - 1];
 }
 static_assert(kCR == 6, "channel_tile_for lists 1..6 positions");
 
-template <bool YB>
+template <bool YB, int NV>
 cc::ChannelTileFn channel_tile_ps(int64_t ps, int mr) {
   switch (ps) {
-    case 1: return channel_tile_for<1, YB>(mr);
-    case 2: return channel_tile_for<2, YB>(mr);
-    case kLayoutBlock: return channel_tile_for<kLayoutBlock, YB>(mr);
-    default: return channel_tile_for<2 * kLayoutBlock, YB>(mr);
+    case 1: return channel_tile_for<1, YB, NV>(mr);
+    case 2: return channel_tile_for<2, YB, NV>(mr);
+    case kLayoutBlock: return channel_tile_for<kLayoutBlock, YB, NV>(mr);
+    default: return channel_tile_for<2 * kLayoutBlock, YB, NV>(mr);
   }
 }
 
@@ -633,8 +665,9 @@ struct Tiles {
   static constexpr int64_t kNR = k2::kWP;
   static constexpr int kCR = ::dtorch::kCR;
   static constexpr int64_t kDwBlockedTaps = ::dtorch::kDwBlockedTaps;
-  static cc::ChannelTileFn pick(bool yb, int64_t ps, int, int mr) {
-    return yb ? channel_tile_ps<true>(ps, mr) : channel_tile_ps<false>(ps, mr);
+  static cc::ChannelTileFn pick(bool yb, int64_t ps, int noc, int mr) {
+    if (yb) return channel_tile_ps<true, 2>(ps, mr);
+    return noc <= 8 ? channel_tile_ps<false, 1>(ps, mr) : channel_tile_ps<false, 2>(ps, mr);
   }
   // One padded row of column phase b of layout l: dst[u] = x[u * l.sw + b - pl] (x: the input row), 0 outside [0, w).
   static void copy_phase_row(const Geo& g, const cc::PlaneLayout& l, const float* x, int64_t b, float* dst) {

@@ -147,6 +147,24 @@ def test_conv2d_short_rows_pair_up(case, kset):
     np.testing.assert_allclose(ref, exact, rtol=0, atol=1e-5 * max(1.0, float(np.abs(exact).max())))
 
 
+# Blocked inputs into outputs whose channel count is not a multiple of 16 (NCHW Y): the last panel holds fewer than a
+# tile's channels (avx2: 8 of 16, one vector of FMAs; avx512: 24 of 32), rows of any length, pairs too.
+NCHW_OUT = [
+    (1, 96, 14, 14, 24, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), "none"),    # MobileNetV2's projection to 24
+    (1, 32, 7, 7, 8, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "relu6"),      # one panel of 8 channels, 7 x 7 pairs
+    (2, 16, 9, 23, 40, 3, 3, (2, 1), (1, 1, 1, 1), (1, 1), "hardswish"),  # 40 = 16 + 16 + 8, mixed strides
+]
+
+
+@fma_sets
+@pytest.mark.parametrize("case", NCHW_OUT, ids=lambda c: f"{c[1]}x{c[2]}x{c[3]}-o{c[4]}-k{c[5]}")
+def test_conv2d_blocked_input_into_nchw_output(case, kset):
+    attrs, inputs = _conv(case)
+    ref = _all_layouts("conv2d", attrs, inputs, kset, [([0], [])])
+    exact = _C.run_kernel("conv2d", attrs, inputs, kernel_set="portable")[0]
+    np.testing.assert_allclose(ref, exact, rtol=0, atol=1e-5 * max(1.0, float(np.abs(exact).max())))
+
+
 DEPTHWISE = [  # (C, H, W, k, stride, padding, dilation, activation)
     (32, 13, 21, 3, (1, 1), (1, 1, 1, 1), (1, 1), "relu6"),
     (16, 14, 14, 3, (2, 2), (1, 1, 1, 1), (1, 1), "none"),   # stride 2
