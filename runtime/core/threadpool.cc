@@ -1,9 +1,12 @@
 // ThreadPool: num_threads - 1 persistent worker threads plus the calling thread.
 //
 // parallel_for(n) splits [0, n) into min(n, 4 * size()) contiguous parts (the first n % parts one longer: the split
-// depends only on n and size()), and the caller and the workers claim parts from an atomic counter until none are
-// left. The caller works too and never waits for a worker that has not started: if another process holds a core
-// and a worker is not scheduled, the caller runs that worker's parts itself. It waits only for parts a worker is
+// depends only on n and size()), and the parts into size() contiguous shares, one per thread (the caller's first).
+// Each thread claims the parts of its own share first, then those left in the others' shares, until none are left:
+// when consecutive kernels split their work the same way (the convolutions, depthwise convolutions and adds by
+// blocks of positions, kernels/common/channel_conv.h), a thread mostly reads what it wrote itself, in its own core's
+// cache, rather than what another core wrote. The caller works too and never waits for a worker that has not
+// started: if another process holds a core and a worker is not scheduled, the caller runs that worker's parts itself. It waits only for parts a worker is
 // running. Kernels make results independent of the split (each index is processed exactly once, never reduced
 // across parts), so the bits do not depend on the thread count or on who ran what. A parallel_for issued from
 // inside a worker (nested) runs inline. Nothing is allocated after construction.
@@ -32,6 +35,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <memory>
 
 #include "core/kernel.h"
 #include "core/lock.h"
@@ -68,15 +72,22 @@ bool spin_until(F&& done) {
   return done();
 }
 
+constexpr int kMaxThreads = 1024;  // SessionOptions::num_threads's range
+
+struct alignas(64) Counter {  // a line of its own: threads claiming from different shares do not share a line
+  std::atomic<int> v{0};
+};
+
 struct Job {
-  std::atomic<uint64_t> gen{0};  // the generation this slot holds (0: being written)
+  alignas(64) std::atomic<uint64_t> gen{0};  // the generation this slot holds (0: being written)
   void (*fn)(void*, int64_t, int64_t) = nullptr;
   void* arg = nullptr;
   int64_t n = 0;
   int parts = 0;
-  std::atomic<int> next{0};   // the next part to claim
-  std::atomic<int> done{0};   // parts finished
-  std::atomic<int> users{0};  // workers inside this slot
+  int shares = 0;              // threads the parts are shared among (the pool's size)
+  Counter done;                // parts finished (each thread adds its count once it finds none left)
+  Counter users;               // workers inside this slot
+  std::unique_ptr<Counter[]> next;  // per share (the pool's size of them): the next of its parts to claim
 };
 
 // Worker k (1-based) runs on the k-th CPU the process may use after the CPU the pool was created on (Linux; when
@@ -111,7 +122,8 @@ void chunk(int64_t n, int parts, int k, int64_t* begin, int64_t* end) {
   *end = *begin + base + (k < rem ? 1 : 0);
 }
 
-constexpr int kMaxThreads = 1024;  // SessionOptions::num_threads's range
+// The first part of share s of `parts` parts among `shares` threads.
+int share_begin(int parts, int shares, int s) { return static_cast<int>(int64_t{s} * parts / shares); }
 }  // namespace
 
 struct ThreadPool::Impl {
@@ -127,18 +139,26 @@ struct ThreadPool::Impl {
   pthread_mutex_t caller_mu = PTHREAD_MUTEX_INITIALIZER;  // held by the caller whose job the pool is running
   Job slots[2];
 
-  // Claims and runs parts of `j` until none are left; wakes the caller when the last part finishes.
-  void run_parts(Job& j) {
-    for (;;) {
-      const int p = j.next.fetch_add(1, std::memory_order_relaxed);
-      if (p >= j.parts) return;
-      int64_t b, e;
-      chunk(j.n, j.parts, p, &b, &e);
-      if (b < e) j.fn(j.arg, b, e);
-      if (j.done.fetch_add(1, std::memory_order_acq_rel) + 1 == j.parts) {
-        Lock lock(&mu);  // the caller checks `done` under the lock before it sleeps
-        pthread_cond_signal(&done_cv);
+  // Thread `self` (0: the caller) claims and runs parts of `j`, its own share's first, then the others', until none
+  // are left; then adds how many it ran to `done` and wakes the caller when that completes the job.
+  void run_parts(Job& j, int self) {
+    const int parts = j.parts, shares = j.shares;
+    int ran = 0;
+    for (int d = 0; d < shares; ++d) {
+      const int sh = (self + d) % shares;
+      const int first = share_begin(parts, shares, sh), len = share_begin(parts, shares, sh + 1) - first;
+      for (;;) {
+        const int i = j.next[sh].v.fetch_add(1, std::memory_order_relaxed);
+        if (i >= len) break;
+        int64_t b, e;
+        chunk(j.n, parts, first + i, &b, &e);
+        if (b < e) j.fn(j.arg, b, e);
+        ++ran;
       }
+    }
+    if (ran > 0 && j.done.v.fetch_add(ran, std::memory_order_acq_rel) + ran == parts) {
+      Lock lock(&mu);  // the caller checks `done` under the lock before it sleeps
+      pthread_cond_signal(&done_cv);
     }
   }
 
@@ -158,9 +178,9 @@ struct ThreadPool::Impl {
       const uint64_t g = generation.load(std::memory_order_acquire);
       seen = g;
       Job& j = slots[g & 1];
-      j.users.fetch_add(1, std::memory_order_seq_cst);
-      if (j.gen.load(std::memory_order_seq_cst) == g) run_parts(j);  // else: the slot moved on to a later job
-      j.users.fetch_sub(1, std::memory_order_release);
+      j.users.v.fetch_add(1, std::memory_order_seq_cst);
+      if (j.gen.load(std::memory_order_seq_cst) == g) run_parts(j, k);  // else: the slot moved on to a later job
+      j.users.v.fetch_sub(1, std::memory_order_release);
     }
   }
 
@@ -181,6 +201,7 @@ ThreadPool::ThreadPool(int num_threads) : impl_(new Impl) {
 #if defined(__linux__)
   impl_->caller_cpu = sched_getcpu();
 #endif
+  for (Job& j : impl_->slots) j.next.reset(new Counter[want]);
   while (impl_->size < want && pthread_create(&impl_->workers[impl_->size - 1], nullptr, &Impl::worker_main,
                                               impl_) == 0)
     ++impl_->size;
@@ -209,13 +230,14 @@ void ThreadPool::parallel_for(int64_t n, void (*fn)(void* arg, int64_t begin, in
   const uint64_t g = s.generation.load(std::memory_order_relaxed) + 1;  // only the caller holding caller_mu writes it
   Job& j = s.slots[g & 1];
   j.gen.store(0, std::memory_order_seq_cst);  // empty: a worker entering now leaves again
-  while (j.users.load(std::memory_order_seq_cst) != 0) cpu_relax();  // a worker still inside job g - 2
+  while (j.users.v.load(std::memory_order_seq_cst) != 0) cpu_relax();  // a worker still inside job g - 2
   j.fn = fn;
   j.arg = arg;
   j.n = n;
   j.parts = static_cast<int>(std::min<int64_t>(n, int64_t{kPartsPerThread} * s.size));
-  j.next.store(0, std::memory_order_relaxed);
-  j.done.store(0, std::memory_order_relaxed);
+  j.shares = s.size;
+  for (int sh = 0; sh < s.size; ++sh) j.next[sh].v.store(0, std::memory_order_relaxed);
+  j.done.v.store(0, std::memory_order_relaxed);
   j.gen.store(g, std::memory_order_seq_cst);
   {
     // Under the lock, so a worker between its predicate check and its sleep cannot miss the new generation.
@@ -223,8 +245,8 @@ void ThreadPool::parallel_for(int64_t n, void (*fn)(void* arg, int64_t begin, in
     s.generation.store(g, std::memory_order_seq_cst);
   }
   pthread_cond_broadcast(&s.work_cv);
-  s.run_parts(j);
-  auto finished = [&] { return j.done.load(std::memory_order_acquire) == j.parts; };
+  s.run_parts(j, 0);
+  auto finished = [&] { return j.done.v.load(std::memory_order_acquire) == j.parts; };
   if (!spin_until(finished)) {
     Lock lock(&s.mu);
     while (!finished()) pthread_cond_wait(&s.done_cv, &s.mu);

@@ -592,11 +592,13 @@ void depthwise_blocked(ThreadPool* pool, const Geo& g, const float* x, const flo
   const int64_t B = kLayoutBlock, taps = g.kh * g.kw, cb = g.c / B;
   int64_t lo = 0, hi = 0;  // output columns [lo, hi) read only columns inside the input row
   cc::window_inside(g.ow, g.sw, g.pl, (g.kw - 1) * g.dw, g.w, &lo, &hi);
+  const kernels::PlaneRows rows(pool, cb, g.oh);
   kernels::parallel_chunks(pool, g.n * cb * g.oh, 4, [&](int64_t ub, int64_t ue) {
     alignas(32) float wv[kDwBlockedTaps * kLayoutBlock];  // tap t's 16 channels at wv + 16 t
     int64_t loaded = -1;
-    for (int64_t u = ub; u < ue; ++u) {
-      const int64_t plane = u / g.oh, oh = u % g.oh, blk = plane % cb;
+    kernels::PlaneRows::Pos at = rows.at(ub);
+    for (int64_t u = ub; u < ue; ++u, rows.next(&at)) {
+      const int64_t plane = at.plane, oh = at.row, blk = at.pi;
       if (plane != loaded) {  // tap t of channel c is w[c * taps + t]
         for (int64_t c = 0; c < B; ++c)
           for (int64_t t = 0; t < taps; ++t) wv[t * B + c] = w[(blk * B + c) * taps + t];

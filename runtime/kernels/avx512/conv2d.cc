@@ -801,11 +801,13 @@ void Tiles::depthwise_blocked(ThreadPool* pool, const Geo& g, const float* x, co
   // Output columns [lo, hi) read only columns inside the input row.
   int64_t lo = 0, hi = 0;
   window_inside(g.ow, g.sw, g.pl, (g.kw - 1) * g.dw, g.w, &lo, &hi);
+  const kernels::PlaneRows rows(pool, cb, g.oh);
   kernels::parallel_chunks(pool, g.n * cb * g.oh, 4, [&](int64_t ub, int64_t ue) {
     __m512 wv[kDwBlockedTaps];
     int64_t loaded = -1;
-    for (int64_t u = ub; u < ue; ++u) {
-      const int64_t plane = u / g.oh, oh = u % g.oh, blk = plane % cb;
+    kernels::PlaneRows::Pos at = rows.at(ub);
+    for (int64_t u = ub; u < ue; ++u, rows.next(&at)) {
+      const int64_t plane = at.plane, oh = at.row, blk = at.pi;
       if (plane != loaded) {  // the block's weights: tap t of channel c is w[c * taps + t]
         const __m512i idx = _mm512_mullo_epi32(_mm512_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15),
                                                _mm512_set1_epi32(static_cast<int32_t>(taps)));

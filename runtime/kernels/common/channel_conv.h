@@ -185,10 +185,12 @@ inline void blocked_padded_row(const Geo& g, int64_t wp, const float* row, float
 // One image's blocked input, zero-padded to l (hp x wp positions per 16-channel block; padded row 0 and column 0
 // are input row -pt and column -pl).
 inline void copy_blocked_padded(ThreadPool* pool, const Geo& g, const PlaneLayout& l, const float* x, float* xp) {
-  const int64_t B = kLayoutBlock, rows = g.cg / B * l.hp;
-  parallel_chunks(pool, rows, 16, [&](int64_t rb, int64_t re) {
-    for (int64_t cr = rb; cr < re; ++cr) {
-      const int64_t cb = cr / l.hp, r = cr % l.hp, ih = r - g.pt;
+  const int64_t B = kLayoutBlock;
+  const PlaneRows rows(pool, g.cg / B, l.hp);  // by rows with threads, as the tiles that read the copy
+  parallel_chunks(pool, g.cg / B * l.hp, 16, [&](int64_t rb, int64_t re) {
+    PlaneRows::Pos at = rows.at(rb);
+    for (int64_t cr = rb; cr < re; ++cr, rows.next(&at)) {
+      const int64_t cb = at.plane, r = at.row, ih = r - g.pt;
       const bool in = ih >= 0 && ih < g.h;
       blocked_padded_row(g, l.wp, in ? x + (cb * g.h + ih) * g.w * B : nullptr, xp + (cb * l.hp + r) * l.wp * B);
     }
@@ -218,6 +220,28 @@ using ChannelTileFn = void (*)(int64_t K, const float* a, const float* a2, const
 
 // A tile's second half along one source row: a2 for positions read at a + r * ps.
 inline const float* second_half(const float* a, int64_t mr, int64_t ps) { return a + mr / 2 * ps; }
+
+// Runs f(a, v, u) for every unit (panel a, index v < per_panel within the panel; u = a * per_panel + v) of a
+// channel-major convolution whose panels hold `weight_bytes` in all. One thread, or weights beyond half a core's L2:
+// panel by panel, so a panel of weights is reused from cache. Threads with weights that fit: the positions are
+// split instead (blocks of v, each block's units panel by panel), so the next node finds most of its input in the
+// cache of the core that reads it (ThreadPool: each thread claims its own share of the blocks first).
+template <class F>
+void for_units(ThreadPool* pool, int64_t panels, int64_t per_panel, int64_t weight_bytes, F&& f) {
+  const int64_t threads = pool == nullptr ? 1 : pool->size();
+  if (threads > 1 && weight_bytes <= l2_bytes() / 2) {
+    const int64_t blocks = per_panel < 4 * threads ? per_panel : 4 * threads;
+    parallel_chunks(pool, blocks, 1, [&](int64_t bb, int64_t be) {
+      for (int64_t b = bb; b < be; ++b)
+        for (int64_t a = 0; a < panels; ++a)
+          for (int64_t v = b * per_panel / blocks; v < (b + 1) * per_panel / blocks; ++v) f(a, v, a * per_panel + v);
+    });
+    return;
+  }
+  parallel_chunks(pool, panels * per_panel, 1, [&](int64_t ub, int64_t ue) {
+    for (int64_t u = ub; u < ue; ++u) f(u / per_panel, u % per_panel, u);
+  });
+}
 
 template <class T>
 struct ChannelConv {
@@ -310,49 +334,46 @@ struct ChannelConv {
     const RowTiles ri(hb.hi - hb.lo, kCR), rb(g.ow, kCR), rs(hb.r1 - hb.r0, kCR);
     const int64_t n_in = hb.hi > hb.lo ? (hb.r1 - hb.r0) * ri.n : 0, n_b = hb.nb * rb.n, n_s = hb.ne * rs.n;
     const int64_t per_panel = n_in + n_b + n_s;
-    parallel_chunks(pool, panels * per_panel, 1, [&](int64_t ub, int64_t ue) {
+    const int64_t weight_bytes = panels * kNR * K * static_cast<int64_t>(sizeof(float));
+    for_units(pool, panels, per_panel, weight_bytes, [&](int64_t a, int64_t v, int64_t) {
       alignas(64) float tmp[kNR * kCR];  // kNR / 16 blocks of kCR positions
-      for (int64_t u = ub; u < ue; ++u) {
-        const int64_t a = u / per_panel;
-        int64_t v = u % per_panel;
-        const int noc = static_cast<int>(g.og - a * kNR < kNR ? g.og - a * kNR : kNR);
-        const float* ba = bias == nullptr ? nullptr : bias + a * kNR;
-        const float* wa = wg + a * kNR * K;
-        float* ya = y + a * kNR * ohw;
-        if (v < n_in) {  // interior: in place
-          const int64_t oh = hb.r0 + v / ri.n, t = v % ri.n, p0 = ri.begin(t), mr = ri.begin(t + 1) - p0;
-          const float* at = x + ((oh * g.sh - g.pt) * g.w + (hb.lo + p0) * g.sw - g.pl) * B;
-          row_tile(yb, g.sw * B, noc, mr, K, at, off, wa, ba, act, ya + (oh * g.ow + hb.lo + p0) * yu, ohw);
-          continue;
-        }
-        v -= n_in;
-        if (v < n_b) {  // a border row: its band
-          const int64_t b = v / rb.n, t = v % rb.n, p0 = rb.begin(t), mr = rb.begin(t + 1) - p0;
-          const float* at = bands + b * hb.band(g) + p0 * g.sw * B;
-          row_tile(yb, g.sw * B, noc, mr, K, at, off_b, wa, ba, act, ya + (hb.border_row(b) * g.ow + p0) * yu, ohw);
-          continue;
-        }
-        v -= n_b;  // an edge column: down its strip into tmp, then position by position
-        const int64_t e = v / rs.n, t = v % rs.n, p0 = rs.begin(t), mr = rs.begin(t + 1) - p0, ow = hb.edge_col(e);
-        const float* at = strips + e * hb.strip(g) + p0 * g.sh * B;
-        row_tile(true, g.sh * B, noc, mr, K, at, off_s, wa, ba, act, tmp, kCR);
-        for (int64_t r = 0; r < mr; ++r) {
-          const int64_t q = (hb.r0 + p0 + r) * g.ow + ow;
-          for (int vv = 0; 16 * vv < noc; ++vv) {
-            const float* tv = tmp + (vv * kCR + r) * B;
-            if (yb)
-              std::memcpy(ya + (vv * ohw + q) * B, tv, B * sizeof(float));
-            else
-              for (int l = 0; l < B && 16 * vv + l < noc; ++l) ya[(16 * vv + l) * ohw + q] = tv[l];
-          }
+      const int noc = static_cast<int>(g.og - a * kNR < kNR ? g.og - a * kNR : kNR);
+      const float* ba = bias == nullptr ? nullptr : bias + a * kNR;
+      const float* wa = wg + a * kNR * K;
+      float* ya = y + a * kNR * ohw;
+      if (v < n_in) {  // interior: in place
+        const int64_t oh = hb.r0 + v / ri.n, t = v % ri.n, p0 = ri.begin(t), mr = ri.begin(t + 1) - p0;
+        const float* at = x + ((oh * g.sh - g.pt) * g.w + (hb.lo + p0) * g.sw - g.pl) * B;
+        row_tile(yb, g.sw * B, noc, mr, K, at, off, wa, ba, act, ya + (oh * g.ow + hb.lo + p0) * yu, ohw);
+        return;
+      }
+      v -= n_in;
+      if (v < n_b) {  // a border row: its band
+        const int64_t b = v / rb.n, t = v % rb.n, p0 = rb.begin(t), mr = rb.begin(t + 1) - p0;
+        const float* at = bands + b * hb.band(g) + p0 * g.sw * B;
+        row_tile(yb, g.sw * B, noc, mr, K, at, off_b, wa, ba, act, ya + (hb.border_row(b) * g.ow + p0) * yu, ohw);
+        return;
+      }
+      v -= n_b;  // an edge column: down its strip into tmp, then position by position
+      const int64_t e = v / rs.n, t = v % rs.n, p0 = rs.begin(t), mr = rs.begin(t + 1) - p0, ow = hb.edge_col(e);
+      const float* at = strips + e * hb.strip(g) + p0 * g.sh * B;
+      row_tile(true, g.sh * B, noc, mr, K, at, off_s, wa, ba, act, tmp, kCR);
+      for (int64_t r = 0; r < mr; ++r) {
+        const int64_t q = (hb.r0 + p0 + r) * g.ow + ow;
+        for (int vv = 0; 16 * vv < noc; ++vv) {
+          const float* tv = tmp + (vv * kCR + r) * B;
+          if (yb)
+            std::memcpy(ya + (vv * ohw + q) * B, tv, B * sizeof(float));
+          else
+            for (int l = 0; l < B && 16 * vv + l < noc; ++l) ya[(16 * vv + l) * ohw + q] = tv[l];
         }
       }
     });
   }
 
 
-  // One image and group, channel-major: the source, its row offsets, then the tiles: units (panel of 32 channels,
-  // output row or flat chunk), panel-major so a panel of weights is reused from cache. xb / yb: X / Y blocked (then
+  // One image and group, channel-major: the source, its row offsets, then the tiles: units (panel of kNR channels,
+  // output row or flat chunk) in for_units' order. xb / yb: X / Y blocked (then
   // the group is the whole convolution: blocked layouts are offered for groups = 1 only).
   static void run(ThreadPool* pool, const Geo& g, const float* wg, const float* xg, const float* bias,
                   const Activation& act, float* yg, float* work, bool xb = false, bool yb = false) {
@@ -392,31 +413,31 @@ struct ChannelConv {
     // panel ahead, when two panels fit in a core's L2 and a panel has at least two tiles to spread the lines over.
     const bool prefetch =
         per_panel >= 2 && panels > 1 && 2 * kNR * K * static_cast<int64_t>(sizeof(float)) <= l2_bytes();
-    parallel_chunks(pool, panels * per_panel, 1, [&](int64_t ub, int64_t ue) {
-      for (int64_t u = ub; u < ue; ++u) {
-        const int64_t a = u / per_panel, row = (u % per_panel) / rt.n, t = u % rt.n;
-        const int64_t oh = pairs ? 2 * row : row;
-        const int64_t p0 = rt.begin(t);
-        int64_t mr = rt.begin(t + 1) - p0;
-        const int noc = static_cast<int>(g.og - a * kNR < kNR ? g.og - a * kNR : kNR);
-        const float* at = flat ? src + p0 * unit : src + oh * pitch + p0 * cs.sw * unit;
-        const float* at2 = second_half(at, mr, ps);
-        float* ya = yg + a * kNR * ohw + (oh * g.ow + p0) * yu;
-        float* ya2 = ya + mr / 2 * yu;
-        if (pairs && oh + 1 < g.oh) {  // rows oh and oh + 1, the same columns
-          at2 = at + pitch;
-          ya2 = ya + g.ow * yu;
-          mr *= 2;
-        }
-        const float* ba = bias == nullptr ? nullptr : bias + a * kNR;
-        const float* wa = wg + a * kNR * K;
-        // The next panel's weights into L2 while this one's tiles run, a line per k: its 16-channel parts by turns of
-        // the tiles (see `prefetch`).
-        const float* pf = prefetch && a + 1 < panels ? wa + kNR * K + (u % (kNR / 16)) * 16 * K : wa;
-        const ChannelTileFn tile = T::pick(yb, ps, noc, static_cast<int>(mr));
-        tile(K, at, at2, off, wa, pf, ba, noc, act, ya, ya2, ohw);
+    // Unit u = (panel a, index v within the panel's units): one tile.
+    auto one_tile = [&](int64_t a, int64_t v, int64_t u) {
+      const int64_t row = v / rt.n, t = v % rt.n;
+      const int64_t oh = pairs ? 2 * row : row;
+      const int64_t p0 = rt.begin(t);
+      int64_t mr = rt.begin(t + 1) - p0;
+      const int noc = static_cast<int>(g.og - a * kNR < kNR ? g.og - a * kNR : kNR);
+      const float* at = flat ? src + p0 * unit : src + oh * pitch + p0 * cs.sw * unit;
+      const float* at2 = second_half(at, mr, ps);
+      float* ya = yg + a * kNR * ohw + (oh * g.ow + p0) * yu;
+      float* ya2 = ya + mr / 2 * yu;
+      if (pairs && oh + 1 < g.oh) {  // rows oh and oh + 1, the same columns
+        at2 = at + pitch;
+        ya2 = ya + g.ow * yu;
+        mr *= 2;
       }
-    });
+      const float* ba = bias == nullptr ? nullptr : bias + a * kNR;
+      const float* wa = wg + a * kNR * K;
+      // The next panel's weights into L2 while this one's tiles run, a line per k: its 16-channel parts by turns of
+      // the tiles (see `prefetch`).
+      const float* pf = prefetch && a + 1 < panels ? wa + kNR * K + (u % (kNR / 16)) * 16 * K : wa;
+      const ChannelTileFn tile = T::pick(yb, ps, noc, static_cast<int>(mr));
+      tile(K, at, at2, off, wa, pf, ba, noc, act, ya, ya2, ohw);
+    };
+    for_units(pool, panels, per_panel, panels * kNR * K * static_cast<int64_t>(sizeof(float)), one_tile);
   }
 
 };

@@ -250,6 +250,51 @@ void parallel_chunks(ThreadPool* pool, int64_t n, int64_t grain, F&& fn) {
   pool->parallel_for(chunks, std::move(body));
 }
 
+// Row-wise work over planes (an image's channels, or its 16-channel blocks): units of one output row of one plane,
+// u in [0, images * per_image * rows). One thread: plane by plane. Threads: per image, blocks of rows (at least 4, so
+// per-plane setup such as loading a plane's weights happens once per block), each block's rows plane by plane, so
+// that each thread's share (ThreadPool: a thread claims its own share of the parts first) holds the same rows of
+// every plane, as the channel-major convolutions split their positions (channel_conv.h, for_units): the next node
+// then reads them from the cache of the core that wrote them.
+struct PlaneRows {
+  int64_t per_image, rows, rpb;  // planes per image, rows per plane, rows per block
+  PlaneRows(ThreadPool* pool, int64_t per_image_, int64_t rows_) : per_image(per_image_), rows(rows_), rpb(rows_) {
+    const int64_t threads = pool == nullptr ? 1 : pool->size();
+    if (threads > 1) {
+      const int64_t even = ceil_div(rows, 4 * threads);
+      rpb = even > 4 ? even : rows < 4 ? rows : 4;
+    }
+  }
+  // Where a unit is: its plane (image * per_image + pi), pi (the plane within the image), its row, and its block's
+  // rows [lo, hi). at(u) places unit u (divisions), next() moves to unit u + 1 without any.
+  struct Pos {
+    int64_t plane, pi, row, lo, hi;
+  };
+  Pos at(int64_t u) const {
+    const int64_t img = u / (per_image * rows), rem = u % (per_image * rows);
+    const int64_t rb = rem / (per_image * rpb), in = rem % (per_image * rpb);
+    const int64_t lo = rb * rpb, hi = rows < lo + rpb ? rows : lo + rpb, nr = hi - lo;
+    return Pos{img * per_image + in / nr, in / nr, lo + in % nr, lo, hi};
+  }
+  void next(Pos* p) const {
+    if (++p->row < p->hi) return;
+    p->row = p->lo;
+    ++p->plane;
+    if (++p->pi < per_image) return;  // the block's rows of the image's next plane
+    p->pi = 0;
+    p->plane -= per_image;
+    if (p->hi < rows) {  // the image's next block, from its first plane
+      p->lo = p->hi;
+      p->hi = rows < p->lo + rpb ? rows : p->lo + rpb;
+    } else {  // the next image's first block
+      p->plane += per_image;
+      p->lo = 0;
+      p->hi = rows < rpb ? rows : rpb;
+    }
+    p->row = p->lo;
+  }
+};
+
 }  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch

@@ -49,12 +49,27 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   float* o = out[0].as<float>();
   const int64_t n = out[0].shape.numel();
   const bool relu = act.kind == kernels::ActKind::kRelu;
-  kernels::parallel_chunks(ctx.pool, n, 16384, [&](int64_t i0, int64_t i1) {
+  auto range = [&](int64_t i0, int64_t i1) {
     if (relu)
       add_range<true>(a, b, o, i0, i1);
     else
       add_range<false>(a, b, o, i0, i1);
-  });
+  };
+  const int threads = ctx.pool->size();
+  const Shape& s = out[0].shape;
+  if (threads > 1 && s.ndim == 4 && s.dims[2] * s.dims[3] >= threads) {
+    // An image's positions split among the threads the way the convolutions split theirs (kernels/common/
+    // channel_conv.h: blocks of positions, each over every channel plane), so each thread adds what its core wrote.
+    const int64_t hw = s.dims[2] * s.dims[3];
+    const int64_t unit = (ctx.blocked_outputs & 1) != 0 ? kLayoutBlock : 1;  // floats per position of a plane
+    const int64_t planes = n / (hw * unit), blocks = hw < 4 * threads ? hw : 4 * threads;
+    ctx.pool->parallel_for(blocks, [&](int64_t bb, int64_t be) {
+      const int64_t p0 = bb * hw / blocks * unit, p1 = be * hw / blocks * unit;
+      for (int64_t pl = 0; pl < planes; ++pl) range(pl * hw * unit + p0, pl * hw * unit + p1);
+    });
+    return Status::Ok();
+  }
+  kernels::parallel_chunks(ctx.pool, n, 16384, range);
   return Status::Ok();
 }
 

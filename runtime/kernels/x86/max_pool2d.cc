@@ -12,7 +12,7 @@
 // output columns of one output row per vector: for each tap (row-major, as portable), the eight inputs come
 // from one plain load (column stride 1), two loads keeping the even floats (stride 2), or a masked gather (other
 // strides, and columns that meet the padding or the row's end, whose lanes are left out of the update).
-// Blocked inputs (core/kernel.h) give blocked outputs, tap by tap over 16 channels at a time (blocked_plane).
+// Blocked inputs (core/kernel.h) give blocked outputs, tap by tap over 16 channels at a time (blocked_row).
 // Threads split (image, channel) planes only. Planes too wide for 32-bit gather offsets run the portable kernel.
 #include <immintrin.h>
 
@@ -197,30 +197,28 @@ struct Separable : SepSizes {
   }
 };
 
-// Blocked X and Y (core/kernel.h), one (image, 16-channel block): each output position's 16 channels are two
+// Blocked X and Y (core/kernel.h), output row oh of one (image, 16-channel block): each position's 16 channels are two
 // vectors, which take the window's taps one by one (row-major, as portable; taps outside the image skipped) with
 // portable's rule in every lane.
-void blocked_plane(const kernels::MaxPoolGeometry& g, const float* xb, float* yb) {
+void blocked_row(const kernels::MaxPoolGeometry& g, const float* xb, float* yb, int64_t oh) {
   const __m256 all = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
   const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
-  for (int64_t oh = 0; oh < g.oh; ++oh) {
-    for (int64_t ow = 0; ow < g.ow; ++ow) {
-      __m256 b0 = ninf, b1 = ninf;
-      for (int64_t i = 0; i < g.kh; ++i) {
-        const int64_t ih = oh * g.sh - g.ph + i * g.dh;
-        if (ih < 0 || ih >= g.h) continue;
-        for (int64_t j = 0; j < g.kw; ++j) {
-          const int64_t iw = ow * g.sw - g.pw + j * g.dw;
-          if (iw < 0 || iw >= g.w) continue;
-          const float* v = xb + (ih * g.w + iw) * kLayoutBlock;
-          b0 = take(b0, _mm256_loadu_ps(v), all);
-          b1 = take(b1, _mm256_loadu_ps(v + 8), all);
-        }
+  for (int64_t ow = 0; ow < g.ow; ++ow) {
+    __m256 b0 = ninf, b1 = ninf;
+    for (int64_t i = 0; i < g.kh; ++i) {
+      const int64_t ih = oh * g.sh - g.ph + i * g.dh;
+      if (ih < 0 || ih >= g.h) continue;
+      for (int64_t j = 0; j < g.kw; ++j) {
+        const int64_t iw = ow * g.sw - g.pw + j * g.dw;
+        if (iw < 0 || iw >= g.w) continue;
+        const float* v = xb + (ih * g.w + iw) * kLayoutBlock;
+        b0 = take(b0, _mm256_loadu_ps(v), all);
+        b1 = take(b1, _mm256_loadu_ps(v + 8), all);
       }
-      float* o = yb + (oh * g.ow + ow) * kLayoutBlock;
-      _mm256_storeu_ps(o, b0);
-      _mm256_storeu_ps(o + 8, b1);
     }
+    float* o = yb + (oh * g.ow + ow) * kLayoutBlock;
+    _mm256_storeu_ps(o, b0);
+    _mm256_storeu_ps(o + 8, b1);
   }
 }
 
@@ -250,14 +248,15 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   DTORCH_RETURN_IF_ERROR(kernels::max_pool_geometry(kOp, *ctx.attrs, in[0], out[0].shape, &g));
   const float* x = in[0].as<const float>();
   float* y = out[0].as<float>();
-  // Blocked tensors first: the portable fallback below reads NCHW (and blocked_plane indexes in int64 anyway).
+  // Blocked tensors first: the portable fallback below reads NCHW (and blocked_row indexes in int64 anyway).
   if (ctx.blocked_inputs & 1) {
     if (!(ctx.blocked_outputs & 1) || !blockable(in[0]))
       return op_error(StatusCode::kInternal, kOp, "asked to run a blocked layout its layouts() did not offer");
-    const int64_t planes = g.n * g.c / kLayoutBlock;
-    kernels::parallel_chunks(ctx.pool, planes, 1, [&](int64_t p0, int64_t p1) {
-      for (int64_t q = p0; q < p1; ++q)
-        blocked_plane(g, x + q * g.h * g.w * kLayoutBlock, y + q * g.oh * g.ow * kLayoutBlock);
+    const kernels::PlaneRows rows(ctx.pool, g.c / kLayoutBlock, g.oh);  // by rows with threads, as the convolutions
+    kernels::parallel_chunks(ctx.pool, g.n * g.c / kLayoutBlock * g.oh, 8, [&](int64_t u0, int64_t u1) {
+      kernels::PlaneRows::Pos at = rows.at(u0);
+      for (int64_t u = u0; u < u1; ++u, rows.next(&at))
+        blocked_row(g, x + at.plane * g.h * g.w * kLayoutBlock, y + at.plane * g.oh * g.ow * kLayoutBlock, at.row);
     });
     return Status::Ok();
   }

@@ -239,7 +239,8 @@ def test_x86_max_pool_blocked(case):
     x[1, 17, 0, 0] = -0.0
     x[1, 17, 0, 1] = 0.0
     attrs = {"kernel": list(k), "stride": list(s), "padding": list(p), "dilation": list(d)}
-    ref = _all_layouts("max_pool2d", attrs, [x], "x86", [([0], [0])])
+    # With threads, blocks of output rows over every plane (kernels/common/util.h PlaneRows): 7 or 13 rows, 2 images.
+    ref = _all_layouts("max_pool2d", attrs, [x], "x86", [([0], [0])], threads=(1, 2, 3, 5))
     _same(ref, _C.run_kernel("max_pool2d", attrs, [x], kernel_set="portable")[0])
 
 
@@ -254,3 +255,38 @@ def test_x86_mean_of_a_blocked_input(keepdim, shape):
     # Other reductions are not offered.
     with pytest.raises(RuntimeError, match=r"kernel mean \(x86\) does not take these tensors blocked here"):
         _C.run_kernel("mean", {"axes": [1, 2, 3]}, [x], kernel_set="x86", blocked_inputs=[0])
+
+
+# With threads, convolutions whose weights fit in half a core's L2, blocked depthwise convolutions and x86 adds split
+# an image's positions among the threads (blocks of rows, each over every channel plane: kernels/common/
+# channel_conv.h for_units and DwRows, kernels/x86/add.cc) so that a thread reads what its core wrote. Fewer
+# positions than blocks, blocks of uneven rows, border rows and edge columns in the last block: the bits of 1 thread.
+ROW_SPLIT_CONV = [
+    (1, 32, 1, 1, 32, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), "none"),      # one position: one block
+    (1, 16, 2, 3, 48, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "relu"),      # 6 positions, fewer than the blocks
+    (1, 32, 13, 13, 64, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "none"),    # rows paired: 7 units per panel
+    (1, 32, 112, 112, 64, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), "relu"),  # bands and strips (BlockedHalo)
+]
+
+
+@fma_sets
+@pytest.mark.parametrize("case", ROW_SPLIT_CONV, ids=lambda c: f"{c[1]}x{c[2]}x{c[3]}-o{c[4]}-k{c[5]}s{c[7][0]}")
+def test_conv2d_threads_split_positions_with_the_same_bits(case, kset):
+    attrs, inputs = _conv(case)
+    _all_layouts("conv2d", attrs, inputs, kset, [([0], [0]), ([0], []), ([], [0]), ([], [])], threads=(2, 3, 5, 8))
+
+
+@fma_sets
+@pytest.mark.parametrize("hw", [(1, 9), (3, 5), (7, 7), (13, 6), (17, 4)])
+def test_depthwise_blocked_threads_split_rows_with_the_same_bits(hw, kset):
+    attrs, inputs = _conv((2, 48, hw[0], hw[1], 48, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "relu"), groups=48)
+    _all_layouts("conv2d", attrs, inputs, kset, [([0], [0])], threads=(2, 3, 5, 8))
+
+
+@needs_x86
+@pytest.mark.parametrize("shape", [(1, 32, 1, 1), (2, 16, 1, 3), (1, 48, 7, 7), (2, 32, 28, 28), (1, 24, 5, 9)])
+def test_x86_add_threads_split_positions_with_the_same_bits(shape):
+    a, b = rand(shape, seed=3), rand(shape, seed=4)
+    want = np.maximum(a + b, 0)
+    combos = [([0, 1], [0]), ([], [])] if shape[1] % 16 == 0 else [([], [])]
+    _same(_all_layouts("add", {"activation": "relu"}, [a, b], "x86", combos, threads=(2, 3, 5, 8)), want)
