@@ -148,4 +148,8 @@ Status check_kernel_arity(const KernelDef& def, int n_in, uint64_t absent, int n
 
 const KernelEntry* registered_kernels() { return g_first; }
 
+bool blockable(const TensorView& t) {
+  return t.dtype == DType::kFloat32 && t.shape.ndim == 4 && t.shape.dims[1] > 0 && t.shape.dims[1] % kLayoutBlock == 0;
+}
+
 }  // namespace dtorch
