@@ -188,8 +188,9 @@ const KernelEntry* registered_kernels();
 // A small fixed-size thread pool. parallel_for splits [0, n) into contiguous chunks in a fixed way that depends
 // only on n and the pool size, and the threads (the caller included) claim chunks dynamically, each thread those of
 // its own contiguous share first (thread 0, the caller, the first share), so kernels that split consecutive nodes
-// alike mostly read what their own core wrote; each index is processed exactly once, by any thread. Kernels must make results independent of the split and of which thread
-// runs a chunk (no cross-chunk reductions in float, no per-thread state keyed by the chunk).
+// alike mostly read what their own core wrote; each index is processed exactly once, by any thread. Kernels must
+// make results independent of the split and of which thread runs a chunk (no cross-chunk reductions in float, no
+// per-thread state keyed by the chunk).
 class ThreadPool {
  public:
   explicit ThreadPool(int num_threads);

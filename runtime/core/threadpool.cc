@@ -3,13 +3,13 @@
 // parallel_for(n) splits [0, n) into min(n, 4 * size()) contiguous parts (the first n % parts one longer: the split
 // depends only on n and size()), and the parts into size() contiguous shares, one per thread (the caller's first).
 // Each thread claims the parts of its own share first, then those left in the others' shares, until none are left:
-// when consecutive kernels split their work the same way (the convolutions, depthwise convolutions and adds by
-// blocks of positions, kernels/common/channel_conv.h), a thread mostly reads what it wrote itself, in its own core's
-// cache, rather than what another core wrote. The caller works too and never waits for a worker that has not
-// started: if another process holds a core and a worker is not scheduled, the caller runs that worker's parts itself. It waits only for parts a worker is
-// running. Kernels make results independent of the split (each index is processed exactly once, never reduced
-// across parts), so the bits do not depend on the thread count or on who ran what. A parallel_for issued from
-// inside a worker (nested) runs inline. Nothing is allocated after construction.
+// when consecutive kernels split their work the same way (by blocks of positions or rows: kernels/common/util.h
+// position_blocks and PlaneRows), a thread mostly reads what it wrote itself, in its own core's cache, rather than
+// what another core wrote. The caller works too and never waits for a worker that has not started: if another
+// process holds a core and a worker is not scheduled, the caller runs that worker's parts itself. It waits only for
+// parts a worker is running. Kernels make results independent of the split (each index is processed exactly once,
+// never reduced across parts), so the bits do not depend on the thread count or on who ran what. A parallel_for
+// issued from inside a worker (nested) runs inline. Nothing is allocated after construction.
 //
 // The threads, lock and condition variables are POSIX threads, not std::thread / std::mutex (core/lock.h says
 // why). A worker that cannot be created leaves the pool smaller (size() reports it); its parts are run by the others.
@@ -84,7 +84,6 @@ struct Job {
   void* arg = nullptr;
   int64_t n = 0;
   int parts = 0;
-  int shares = 0;              // threads the parts are shared among (the pool's size)
   Counter done;                // parts finished (each thread adds its count once it finds none left)
   Counter users;               // workers inside this slot
   std::unique_ptr<Counter[]> next;  // per share (the pool's size of them): the next of its parts to claim
@@ -142,7 +141,7 @@ struct ThreadPool::Impl {
   // Thread `self` (0: the caller) claims and runs parts of `j`, its own share's first, then the others', until none
   // are left; then adds how many it ran to `done` and wakes the caller when that completes the job.
   void run_parts(Job& j, int self) {
-    const int parts = j.parts, shares = j.shares;
+    const int parts = j.parts, shares = size;  // a share per thread
     int ran = 0;
     for (int d = 0; d < shares; ++d) {
       const int sh = (self + d) % shares;
@@ -235,7 +234,6 @@ void ThreadPool::parallel_for(int64_t n, void (*fn)(void* arg, int64_t begin, in
   j.arg = arg;
   j.n = n;
   j.parts = static_cast<int>(std::min<int64_t>(n, int64_t{kPartsPerThread} * s.size));
-  j.shares = s.size;
   for (int sh = 0; sh < s.size; ++sh) j.next[sh].v.store(0, std::memory_order_relaxed);
   j.done.v.store(0, std::memory_order_relaxed);
   j.gen.store(g, std::memory_order_seq_cst);

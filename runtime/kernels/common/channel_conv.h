@@ -221,33 +221,31 @@ using ChannelTileFn = void (*)(int64_t K, const float* a, const float* a2, const
 // A tile's second half along one source row: a2 for positions read at a + r * ps.
 inline const float* second_half(const float* a, int64_t mr, int64_t ps) { return a + mr / 2 * ps; }
 
-// Runs f(a, v, u) for every unit (panel a, index v < per_panel within the panel; u = a * per_panel + v) of a
-// channel-major convolution whose panels hold `weight_bytes` in all. One thread, or weights beyond half a core's L2:
-// panel by panel, so a panel of weights is reused from cache. Threads with weights that fit: the positions are
-// split instead (blocks of v, each block's units panel by panel), so the next node finds most of its input in the
-// cache of the core that reads it (ThreadPool: each thread claims its own share of the blocks first).
-template <class F>
-void for_units(ThreadPool* pool, int64_t panels, int64_t per_panel, int64_t weight_bytes, F&& f) {
-  const int64_t threads = pool == nullptr ? 1 : pool->size();
-  if (threads > 1 && weight_bytes <= l2_bytes() / 2) {
-    const int64_t blocks = per_panel < 4 * threads ? per_panel : 4 * threads;
-    parallel_chunks(pool, blocks, 1, [&](int64_t bb, int64_t be) {
-      for (int64_t b = bb; b < be; ++b)
-        for (int64_t a = 0; a < panels; ++a)
-          for (int64_t v = b * per_panel / blocks; v < (b + 1) * per_panel / blocks; ++v) f(a, v, a * per_panel + v);
-    });
-    return;
-  }
-  parallel_chunks(pool, panels * per_panel, 1, [&](int64_t ub, int64_t ue) {
-    for (int64_t u = ub; u < ue; ++u) f(u / per_panel, u % per_panel, u);
-  });
-}
-
 template <class T>
 struct ChannelConv {
   static constexpr int64_t kNR = T::kNR;
   static constexpr int kCR = T::kCR;
   static_assert(kNR % kLayoutBlock == 0, "a panel holds whole 16-channel blocks");
+
+  // Runs f(a, v, u) for every unit (panel a, index v < per_panel within the panel; u = a * per_panel + v) of a
+  // convolution with K weights per output channel. One thread, or weights beyond half a core's L2: panel by panel,
+  // so a panel of weights is reused from cache. Threads with weights that fit: the positions are split instead
+  // (position_blocks over v, each block's units panel by panel), so the next node finds most of its input in the
+  // cache of the core that reads it.
+  template <class F>
+  static void for_units(ThreadPool* pool, int64_t panels, int64_t per_panel, int64_t K, F&& f) {
+    const int64_t threads = pool == nullptr ? 1 : pool->size();
+    if (threads > 1 && panels * kNR * K * static_cast<int64_t>(sizeof(float)) <= l2_bytes() / 2) {
+      position_blocks(pool, per_panel, [&](int64_t v0, int64_t v1) {
+        for (int64_t a = 0; a < panels; ++a)
+          for (int64_t v = v0; v < v1; ++v) f(a, v, a * per_panel + v);
+      });
+      return;
+    }
+    parallel_chunks(pool, panels * per_panel, 1, [&](int64_t ub, int64_t ue) {
+      for (int64_t u = ub; u < ue; ++u) f(u / per_panel, u % per_panel, u);
+    });
+  }
 
   // One tile of mr positions along one source row (read at a + r * ps) and one output row, with no weights
   // prefetched.
@@ -334,8 +332,7 @@ struct ChannelConv {
     const RowTiles ri(hb.hi - hb.lo, kCR), rb(g.ow, kCR), rs(hb.r1 - hb.r0, kCR);
     const int64_t n_in = hb.hi > hb.lo ? (hb.r1 - hb.r0) * ri.n : 0, n_b = hb.nb * rb.n, n_s = hb.ne * rs.n;
     const int64_t per_panel = n_in + n_b + n_s;
-    const int64_t weight_bytes = panels * kNR * K * static_cast<int64_t>(sizeof(float));
-    for_units(pool, panels, per_panel, weight_bytes, [&](int64_t a, int64_t v, int64_t) {
+    for_units(pool, panels, per_panel, K, [&](int64_t a, int64_t v, int64_t) {
       alignas(64) float tmp[kNR * kCR];  // kNR / 16 blocks of kCR positions
       const int noc = static_cast<int>(g.og - a * kNR < kNR ? g.og - a * kNR : kNR);
       const float* ba = bias == nullptr ? nullptr : bias + a * kNR;
@@ -373,8 +370,8 @@ struct ChannelConv {
 
 
   // One image and group, channel-major: the source, its row offsets, then the tiles: units (panel of kNR channels,
-  // output row or flat chunk) in for_units' order. xb / yb: X / Y blocked (then
-  // the group is the whole convolution: blocked layouts are offered for groups = 1 only).
+  // output row or flat chunk) in for_units' order. xb / yb: X / Y blocked (then the group is the whole convolution:
+  // blocked layouts are offered for groups = 1 only).
   static void run(ThreadPool* pool, const Geo& g, const float* wg, const float* xg, const float* bias,
                   const Activation& act, float* yg, float* work, bool xb = false, bool yb = false) {
     const int64_t K = g.cg * g.kh * g.kw, ohw = g.oh * g.ow;
@@ -437,7 +434,7 @@ struct ChannelConv {
       const ChannelTileFn tile = T::pick(yb, ps, noc, static_cast<int>(mr));
       tile(K, at, at2, off, wa, pf, ba, noc, act, ya, ya2, ohw);
     };
-    for_units(pool, panels, per_panel, panels * kNR * K * static_cast<int64_t>(sizeof(float)), one_tile);
+    for_units(pool, panels, per_panel, K, one_tile);
   }
 
 };

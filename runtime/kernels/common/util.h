@@ -250,6 +250,17 @@ void parallel_chunks(ThreadPool* pool, int64_t n, int64_t grain, F&& fn) {
   pool->parallel_for(chunks, std::move(body));
 }
 
+// Splits n positions into min(n, 4 x threads) contiguous blocks and runs f(p0, p1) for each block's positions:
+// with the pool's own-share-first claiming, thread i takes the i-th fraction of the positions. Kernels that call f
+// over every channel plane (channel_conv.h for_units, the x86 add) thus split consecutive nodes alike.
+template <class F>
+void position_blocks(ThreadPool* pool, int64_t n, F&& f) {
+  const int64_t threads = pool == nullptr ? 1 : pool->size(), blocks = n < 4 * threads ? n : 4 * threads;
+  parallel_chunks(pool, blocks, 1, [&](int64_t bb, int64_t be) {
+    for (int64_t b = bb; b < be; ++b) f(b * n / blocks, (b + 1) * n / blocks);
+  });
+}
+
 // Row-wise work over planes (an image's channels, or its 16-channel blocks): units of one output row of one plane,
 // u in [0, images * per_image * rows). One thread: plane by plane. Threads: per image, blocks of rows (at least 4, so
 // per-plane setup such as loading a plane's weights happens once per block), each block's rows plane by plane, so

@@ -55,17 +55,15 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
     else
       add_range<false>(a, b, o, i0, i1);
   };
-  const int threads = ctx.pool->size();
   const Shape& s = out[0].shape;
-  if (threads > 1 && s.ndim == 4 && s.dims[2] * s.dims[3] >= threads) {
-    // An image's positions split among the threads the way the convolutions split theirs (kernels/common/
-    // channel_conv.h: blocks of positions, each over every channel plane), so each thread adds what its core wrote.
+  if (ctx.pool->size() > 1 && s.ndim == 4 && s.dims[2] * s.dims[3] >= ctx.pool->size()) {
+    // An image's positions split among the threads the way the convolutions split theirs (position_blocks, each
+    // block over every channel plane), so each thread adds what its core wrote.
     const int64_t hw = s.dims[2] * s.dims[3];
     const int64_t unit = (ctx.blocked_outputs & 1) != 0 ? kLayoutBlock : 1;  // floats per position of a plane
-    const int64_t planes = n / (hw * unit), blocks = hw < 4 * threads ? hw : 4 * threads;
-    ctx.pool->parallel_for(blocks, [&](int64_t bb, int64_t be) {
-      const int64_t p0 = bb * hw / blocks * unit, p1 = be * hw / blocks * unit;
-      for (int64_t pl = 0; pl < planes; ++pl) range(pl * hw * unit + p0, pl * hw * unit + p1);
+    const int64_t planes = n / (hw * unit);
+    kernels::position_blocks(ctx.pool, hw, [&](int64_t p0, int64_t p1) {
+      for (int64_t pl = 0; pl < planes; ++pl) range((pl * hw + p0) * unit, (pl * hw + p1) * unit);
     });
     return Status::Ok();
   }

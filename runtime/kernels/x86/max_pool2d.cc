@@ -13,7 +13,7 @@
 // from one plain load (column stride 1), two loads keeping the even floats (stride 2), or a masked gather (other
 // strides, and columns that meet the padding or the row's end, whose lanes are left out of the update).
 // Blocked inputs (core/kernel.h) give blocked outputs, tap by tap over 16 channels at a time (blocked_row).
-// Threads split (image, channel) planes only. Planes too wide for 32-bit gather offsets run the portable kernel.
+// Threads split NCHW tensors by (image, channel) plane, blocked ones by rows (PlaneRows). Planes too wide for 32-bit gather offsets run the portable kernel.
 #include <immintrin.h>
 
 #include <climits>
@@ -197,8 +197,8 @@ struct Separable : SepSizes {
   }
 };
 
-// Blocked X and Y (core/kernel.h), output row oh of one (image, 16-channel block): each position's 16 channels are two
-// vectors, which take the window's taps one by one (row-major, as portable; taps outside the image skipped) with
+// Blocked X and Y (core/kernel.h), output row oh of one (image, 16-channel block): each position's 16 channels are
+// two vectors, which take the window's taps one by one (row-major, as portable; taps outside the image skipped) with
 // portable's rule in every lane.
 void blocked_row(const kernels::MaxPoolGeometry& g, const float* xb, float* yb, int64_t oh) {
   const __m256 all = _mm256_castsi256_ps(_mm256_set1_epi32(-1));
