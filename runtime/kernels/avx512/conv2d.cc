@@ -767,7 +767,7 @@ void run_depthwise(ThreadPool* pool, const Geo& g, const float* x, const float* 
 struct Avx512 {
   static constexpr int64_t kPanel = kWP;
   static size_t work_floats(const Geo& g) {  // the transposed product's buffers
-    if (channel_major(g)) return static_cast<size_t>(ChannelSource(g, false).floats(g));
+    if (channel_major(g)) return static_cast<size_t>(ChannelSource(g, false, Tiles::kCR).floats(g));
     if (transposed(g)) return static_cast<size_t>(cols_t_floats(g) + g.oh * g.ow * g.og);
     return direct(g) ? static_cast<size_t>(DirectPlan(g).floats(g)) : 0;
   }

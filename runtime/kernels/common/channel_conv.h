@@ -7,8 +7,9 @@
 // register tile is kCR positions x kNR output channels: the packed weights' panels (k-major, kNR channels per k)
 // are its vectors, read in place, and each position's input is one broadcast: position r of a tile reads
 // src[off[k] + at + r * PS], so nothing is packed. The source is the input itself when there is no padding, else a
-// zero-padded copy of it (column strides 1 and 2), or phase planes (other column strides: PS = 1 in the planes); a
-// blocked input is read in place, as a zero-padded blocked copy, or with bands and strips (BlockedHalo). Tiles run
+// zero-padded copy of it (column strides 1 and 2), or phase planes (other column strides: PS = 1 in the planes), or
+// for strides 1 and 2 the input itself with bands and strips (Halo); a blocked input is read in place, as a
+// zero-padded blocked copy, or with bands and strips. Tiles run
 // along one output row (or, for a 1x1 stride-1 unpadded convolution, along the flat plane). Each output starts at
 // its bias and adds its products (padding taps as +0.0f products) in k order with one FMA each, over all of K in one
 // chain: the bits of the set's GEMM, whichever layout X and Y have.
@@ -78,14 +79,22 @@ struct RowTiles {
   int64_t begin(int64_t t) const { return t * len / n; }
 };
 
+// Whether a channel-major convolution's output rows pair up (cr positions per tile) when it reads a copy of its
+// input: rows whose tiles leave many of a tile's cr positions unused (7 positions in tiles of 14 or of 6, 14 in tiles
+// of 6) pair up when that fills the tiles better: a tile then takes up to cr / 2 positions of a row and the same
+// columns of the next row (see ChannelConv::run).
+inline bool pair_rows(const Geo& g, int64_t cr) {
+  return g.oh > 1 && RowTiles(g.ow, cr / 2).n < 2 * RowTiles(g.ow, cr).n;
+}
 
-// A padded convolution of a blocked input (row and column strides 1 or 2) reads the image in place and copies only
-// what its padding reaches: output rows [r0, r1) x columns [lo, hi) have their whole window inside the image and
-// read it in place; each other ("border") output row reads a band, the zero-padded copy of the kh input rows it
-// needs (16-channel blocks x kh rows x wp columns); each other ("edge") output column of the interior rows reads a
-// strip, the kw input columns it needs copied column-major (16-channel blocks x kw columns x the rows, +0 outside
-// the image), so that consecutive output rows are 16 * sh floats apart and a tile runs down the column (into a
-// buffer, then stored position by position). Every position still adds all K products in order, +0.0f for the
+
+// A padded convolution (row and column strides 1 or 2) may read the image in place and copy only what its padding
+// reaches: output rows [r0, r1) x columns [lo, hi) have their whole window inside the image and read it in place;
+// each other ("border") output row reads a band, the zero-padded copy of the kh input rows it needs (channel units x
+// kh rows x wp columns, a unit being a blocked input's 16-channel block or an NCHW input's channel); each other
+// ("edge") output column of the interior rows reads a strip, the kw input columns it needs copied column-major
+// (units x kw columns x the rows, +0 outside the image), so that consecutive output rows are u * sh floats apart (u
+// floats per unit and position) and a tile runs down the column (into a buffer, then stored position by position). Every position still adds all K products in order, +0.0f for the
 // padding: the bits of a zero-padded copy, for a few rows and columns of copying instead of the whole image.
 //
 // Along one axis, the output positions [a, b) whose whole window (its last tap `reach` past its first) lies inside
@@ -98,11 +107,11 @@ inline void window_inside(int64_t out, int64_t stride, int64_t pad, int64_t reac
   if (*b < *a) *b = *a;
 }
 
-struct BlockedHalo {
+struct Halo {
   int64_t r0, r1, lo, hi;  // the interior
   int64_t nb, ne;          // border rows, edge columns
   int64_t nrho, wp;        // rows of a strip, columns of a band
-  explicit BlockedHalo(const Geo& g) {
+  explicit Halo(const Geo& g) {
     window_inside(g.oh, g.sh, g.pt, (g.kh - 1) * g.dh, g.h, &r0, &r1);
     window_inside(g.ow, g.sw, g.pl, (g.kw - 1) * g.dw, g.w, &lo, &hi);
     nb = r0 + (g.oh - r1);
@@ -128,7 +137,9 @@ struct ChannelSource {
   bool blocked;     // the source holds 16-channel blocks (kLayoutBlock floats per position)
   PlaneLayout l;    // the source's layout (kInPlace: the input's), in positions
   int64_t sh, sw;   // source rows and columns (within a plane) from one output position to the next
-  ChannelSource(const Geo& g, bool blocked_x) : blocked(blocked_x), l{1, 1, g.h, g.w}, sh(g.sh), sw(g.sw) {
+  int64_t cr;       // positions per tile of the kernel set
+  ChannelSource(const Geo& g, bool blocked_x, int64_t cr_)
+      : blocked(blocked_x), l{1, 1, g.h, g.w}, sh(g.sh), sw(g.sw), cr(cr_) {
     const bool padded = g.pt != 0 || g.pb != 0 || g.pl != 0 || g.pr != 0;
     kind = g.sw > 2 && !blocked ? kPlanes : padded ? kPadded : kInPlace;
     if (kind == kPlanes) {
@@ -144,16 +155,25 @@ struct ChannelSource {
   bool flat(const Geo& g) const { return kind == kInPlace && g.pointwise; }
   // Scratch floats: the row offsets, then the copy.
   int64_t floats(const Geo& g) const {
-    if (halo(g)) return BlockedHalo(g).floats(g);
+    if (halo(g)) return Halo(g).floats(g);
     return off_floats(g) + (kind == kInPlace ? 0 : g.cg * l.chan());
   }
-  // A padded blocked input read in place with bands and strips (BlockedHalo) rather than copied whole: when the
-  // copy would not stay in a core's L2. Measured on Zen 4 (1 MiB L2), paired against the whole copy, same bits:
-  // SimpleNet's 3x3 stride-2 layers on 32 x 112 x 112 and 64 x 56 x 56 inputs 0.93-0.96x, ResNet-18's 64 x 56 x 56
-  // 1.0x, its 128-512 channel layers on 28 x 28 to 7 x 7 maps (copies of 460-166 KiB) 1.01-1.05x: the borders are
-  // a larger share of small maps and their short tiles and stores cost more than copying a cached image.
+  // A padded input read in place with bands and strips (Halo) rather than copied whole.
+  // - Blocked: when the copy would not stay in a core's L2. Measured on Zen 4 (1 MiB L2), paired against the whole
+  //   copy, same bits: SimpleNet's 3x3 stride-2 layers on 32 x 112 x 112 and 64 x 56 x 56 inputs 0.93-0.96x,
+  //   ResNet-18's 64 x 56 x 56 1.0x, its 128-512 channel layers on 28 x 28 to 7 x 7 maps (copies of 460-166 KiB)
+  //   1.01-1.05x: the borders are a larger share of small maps and their short tiles and stores cost more than
+  //   copying a cached image (on the Intel AVX-512 VM, reading those in place too made ResNet-18 15% slower).
+  // - NCHW (a copy of short rows, one channel at a time, costs more): unless the copy's output rows pair up, which
+  //   the bands and strips cannot. Measured on the Intel AVX-512 VM (avx512 set, the node alone, same bits): the
+  //   3 -> 32 3x3 stride-2 stems on 224 to 32 maps 0.85-0.87x (SimpleNet's and MobileNetV2's 0.23 -> 0.20 ms),
+  //   ResNet-18's 7x7 stem 0.97x, 64 channels on 14 x 14 0.90x, 128 on 28 x 28 stride 2 0.88x, 8-32 channels on
+  //   112-28 maps 0.95-0.96x; 256 channels on 7 x 7 (rows that pair) 1.2x. The avx2 set (6 positions per tile): the
+  //   stems 0.92x, 128 on 28 x 28 stride 2 1.07x (13-column rows in tiles of 4, 4 and 5).
   bool halo(const Geo& g) const {
-    return blocked && kind == kPadded && BlockedHalo::takes(g) && g.cg * l.chan() * 4 > (int64_t{768} << 10);
+    if (kind != kPadded || !Halo::takes(g)) return false;
+    if (!blocked) return !pair_rows(g, cr);
+    return g.cg * l.chan() * 4 > (int64_t{768} << 10);
   }
 };
 
@@ -167,10 +187,10 @@ inline void blocked_offsets(const Geo& g, const PlaneLayout& l, int64_t* off) {
         off[(c * g.kh + i) * g.kw + j] = (c / B) * l.chan() * B + (i * g.dh * l.wp + j * g.dw) * B + c % B;
 }
 
-// One padded row of wp positions of a blocked input: input row `row` (null: a row outside the image, all zeros) with
-// its columns starting at padded column pl.
-inline void blocked_padded_row(const Geo& g, int64_t wp, const float* row, float* dst) {
-  const int64_t B = kLayoutBlock;
+// One padded row of wp positions of u floats each (u = kLayoutBlock: a blocked input's 16-channel block; 1: one
+// channel of an NCHW input): input row `row` (null: a row outside the image, all zeros) with its columns starting at
+// padded column pl.
+inline void padded_row(const Geo& g, int64_t wp, int64_t B, const float* row, float* dst) {
   if (row == nullptr) {
     std::memset(dst, 0, static_cast<size_t>(wp * B) * sizeof(float));
     return;
@@ -192,7 +212,7 @@ inline void copy_blocked_padded(ThreadPool* pool, const Geo& g, const PlaneLayou
     for (int64_t cr = rb; cr < re; ++cr, rows.next(&at)) {
       const int64_t cb = at.plane, r = at.row, ih = r - g.pt;
       const bool in = ih >= 0 && ih < g.h;
-      blocked_padded_row(g, l.wp, in ? x + (cb * g.h + ih) * g.w * B : nullptr, xp + (cb * l.hp + r) * l.wp * B);
+      padded_row(g, l.wp, B, in ? x + (cb * g.h + ih) * g.w * B : nullptr, xp + (cb * l.hp + r) * l.wp * B);
     }
   });
 }
@@ -283,17 +303,22 @@ struct ChannelConv {
   }
 
 
-  // One image of a padded blocked input, channel-major with bands and strips (BlockedHalo).
+  // One image of a padded input (blocked, xb, or NCHW), channel-major with bands and strips (Halo). Bands and
+  // strips hold u floats per position: a 16-channel block of a blocked input (u = kLayoutBlock), one channel of an
+  // NCHW one (u = 1).
   static void halo(ThreadPool* pool, const Geo& g, const float* wg, const float* x, const float* bias,
-                   const Activation& act, float* y, float* work, bool yb) {
-    const int64_t B = kLayoutBlock, K = g.cg * g.kh * g.kw, ohw = g.oh * g.ow, cbs = g.cg / B;
-    const BlockedHalo hb(g);
+                   const Activation& act, float* y, float* work, bool xb, bool yb) {
+    const int64_t B = xb ? kLayoutBlock : 1, K = g.cg * g.kh * g.kw, ohw = g.oh * g.ow, cbs = g.cg / B;
+    const Halo hb(g);
     int64_t* off = reinterpret_cast<int64_t*>(work);
     int64_t* off_b = reinterpret_cast<int64_t*>(work + off_floats(g));
     int64_t* off_s = reinterpret_cast<int64_t*>(work + 2 * off_floats(g));
     float* bands = work + 3 * off_floats(g);
     float* strips = bands + hb.nb * hb.band(g);
-    blocked_offsets(g, PlaneLayout{1, 1, g.h, g.w}, off);
+    if (xb)
+      blocked_offsets(g, PlaneLayout{1, 1, g.h, g.w}, off);
+    else
+      plane_offsets(g, PlaneLayout{1, 1, g.h, g.w}, off);
     for (int64_t c = 0; c < g.cg; ++c)
       for (int64_t i = 0; i < g.kh; ++i)
         for (int64_t j = 0; j < g.kw; ++j) {
@@ -310,7 +335,7 @@ struct ChannelConv {
           for (int64_t i = 0; i < g.kh; ++i) {
             const int64_t ih = oh * g.sh - g.pt + i * g.dh;
             const bool in = ih >= 0 && ih < g.h;
-            blocked_padded_row(g, hb.wp, in ? x + (cb * g.h + ih) * g.w * B : nullptr,
+            padded_row(g, hb.wp, B, in ? x + (cb * g.h + ih) * g.w * B : nullptr,
                                bands + which * hb.band(g) + (cb * g.kh + i) * hb.wp * B);
           }
         } else {  // strip columns j: input column ow * sw - pl + j * dw, rows ih0 ...
@@ -323,12 +348,15 @@ struct ChannelConv {
               continue;
             }
             const float* src = x + ((cb * g.h + ih0) * g.w + iw) * B;
-            for (int64_t r = 0; r < hb.nrho; ++r) std::memcpy(dst + r * B, src + r * g.w * B, B * sizeof(float));
+            if (xb)
+              for (int64_t r = 0; r < hb.nrho; ++r) std::memcpy(dst + r * B, src + r * g.w * B, B * sizeof(float));
+            else
+              for (int64_t r = 0; r < hb.nrho; ++r) dst[r] = src[r * g.w];
           }
         }
       }
     });
-    const int64_t panels = ceil_div(g.og, kNR), yu = yb ? B : 1;
+    const int64_t panels = ceil_div(g.og, kNR), L = kLayoutBlock, yu = yb ? L : 1;
     const RowTiles ri(hb.hi - hb.lo, kCR), rb(g.ow, kCR), rs(hb.r1 - hb.r0, kCR);
     const int64_t n_in = hb.hi > hb.lo ? (hb.r1 - hb.r0) * ri.n : 0, n_b = hb.nb * rb.n, n_s = hb.ne * rs.n;
     const int64_t per_panel = n_in + n_b + n_s;
@@ -358,11 +386,11 @@ struct ChannelConv {
       for (int64_t r = 0; r < mr; ++r) {
         const int64_t q = (hb.r0 + p0 + r) * g.ow + ow;
         for (int vv = 0; 16 * vv < noc; ++vv) {
-          const float* tv = tmp + (vv * kCR + r) * B;
+          const float* tv = tmp + (vv * kCR + r) * L;
           if (yb)
-            std::memcpy(ya + (vv * ohw + q) * B, tv, B * sizeof(float));
+            std::memcpy(ya + (vv * ohw + q) * L, tv, L * sizeof(float));
           else
-            for (int l = 0; l < B && 16 * vv + l < noc; ++l) ya[(16 * vv + l) * ohw + q] = tv[l];
+            for (int l = 0; l < L && 16 * vv + l < noc; ++l) ya[(16 * vv + l) * ohw + q] = tv[l];
         }
       }
     });
@@ -375,9 +403,9 @@ struct ChannelConv {
   static void run(ThreadPool* pool, const Geo& g, const float* wg, const float* xg, const float* bias,
                   const Activation& act, float* yg, float* work, bool xb = false, bool yb = false) {
     const int64_t K = g.cg * g.kh * g.kw, ohw = g.oh * g.ow;
-    const ChannelSource cs(g, xb);
+    const ChannelSource cs(g, xb, kCR);
     if (cs.halo(g)) {
-      halo(pool, g, wg, xg, bias, act, yg, work, yb);
+      halo(pool, g, wg, xg, bias, act, yg, work, xb, yb);
       return;
     }
     int64_t* off = reinterpret_cast<int64_t*>(work);
@@ -395,12 +423,10 @@ struct ChannelConv {
     else
       plane_offsets(g, cs.l, off);
     const bool flat = cs.flat(g);
-    // Rows whose tiles leave many of a tile's kCR positions unused (7 positions in tiles of 14 or of 6, 14 in tiles
-    // of 6) pair up when that fills the tiles better: a tile then takes up to kCR / 2 positions of a row and the same
-    // columns of the next row (its halves read two source rows and are stored to two output rows), an odd last row
-    // the first half only.
+    // Rows that pair up (pair_rows): a tile's halves read two source rows and are stored to two output rows, an odd
+    // last row the first half only.
     const RowTiles single(g.ow, kCR), half(g.ow, kCR / 2);
-    const bool pairs = !flat && g.oh > 1 && half.n < 2 * single.n;
+    const bool pairs = !flat && pair_rows(g, kCR);
     const RowTiles rt = flat ? RowTiles(ohw, kCR) : pairs ? half : single;
     const int64_t rows = flat ? 1 : pairs ? ceil_div(g.oh, 2) : g.oh, per_panel = rows * rt.n;
     const int64_t panels = ceil_div(g.og, kNR);
@@ -474,7 +500,7 @@ struct BlockedConv2d {
   // Scratch floats of a dense convolution run blocked: its packed weights (when not prepared), then the channel-major
   // path's buffers for either layout of X.
   static int64_t blocked_scratch_floats(const Geo& g) {
-    return Conv::group_floats(g) + std::max(ChannelSource(g, false).floats(g), ChannelSource(g, true).floats(g));
+    return Conv::group_floats(g) + std::max(ChannelSource(g, false, T::kCR).floats(g), ChannelSource(g, true, T::kCR).floats(g));
   }
 
   // Conv's scratch, or the channel-major path's for either layout of X when the node may run blocked.

@@ -68,7 +68,7 @@ CONV = [
     (1, 32, 30, 31, 32, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "none"),     # rows of 31: tiles of 11 + 10 + 10
 ]
 # Padded blocked inputs whose zero-padded copy would exceed 768 KiB are read in place with bands (border rows) and
-# strips (edge columns): BlockedHalo in kernels/common/channel_conv.h.
+# strips (edge columns): Halo in kernels/common/channel_conv.h.
 HALO = [
     (1, 32, 112, 112, 64, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), "relu"),    # SimpleNet's: top row, left column only
     (1, 64, 60, 61, 32, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "hardswish"),  # borders on all four sides
@@ -120,6 +120,29 @@ def test_conv2d_stems_write_blocked_outputs(case, kset):
     _all_layouts("conv2d", attrs, inputs, kset, [([], [0])])
     with pytest.raises(ValueError, match="blocked_inputs: input 0 is not a 4-D float32 tensor with C % 16 == 0"):
         _C.run_kernel("conv2d", attrs, inputs, kernel_set=kset, blocked_inputs=[0])
+
+
+# Padded NCHW inputs (strides 1 and 2) are read in place with bands and strips unless the output rows pair up (Halo,
+# ChannelSource::halo in kernels/common/channel_conv.h), into blocked and NCHW outputs. K < 192 (the stems): the NCHW
+# run takes the GEMM (a zero-padded im2col), so the bits are checked against a path that copies; every case is checked
+# against portable within the float tolerance too.
+NCHW_HALO = [
+    (1, 3, 224, 224, 32, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), "relu"),    # SimpleNet's stem: top row, left column
+    (1, 3, 64, 64, 64, 7, 7, (2, 2), (3, 3, 3, 3), (1, 1), "none"),      # ResNet's 7 x 7 stem, borders all round
+    (1, 24, 20, 19, 32, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "hardswish"),  # K = 216, C not a multiple of 16
+    (2, 5, 33, 40, 48, 3, 3, (1, 2), (2, 0, 1, 3), (2, 2), "relu6"),     # dilated, asymmetric, mixed strides, N = 2
+    (1, 4, 60, 6, 32, 7, 7, (1, 1), (3, 3, 3, 3), (1, 1), "none"),       # no interior column: every column a strip
+    (1, 8, 5, 300, 16, 3, 3, (2, 1), (1, 1, 1, 1), (1, 1), "sigmoid"),   # one interior row, O = 16 (one block)
+]
+
+
+@fma_sets
+@pytest.mark.parametrize("case", NCHW_HALO, ids=lambda c: f"c{c[1]}-{c[2]}x{c[3]}-k{c[5]}s{c[7][0]}{c[7][1]}")
+def test_conv2d_reads_padded_nchw_inputs_in_place(case, kset):
+    attrs, inputs = _conv(case)
+    ref = _all_layouts("conv2d", attrs, inputs, kset, [([], [0]), ([], [])], threads=(1, 2, 3, 5))
+    exact = _C.run_kernel("conv2d", attrs, inputs, kernel_set="portable")[0]
+    np.testing.assert_allclose(ref, exact, rtol=0, atol=1e-5 * max(1.0, float(np.abs(exact).max())))
 
 
 # Rows whose tiles would leave many positions unused pair up: a channel-major tile takes up to half a tile of
@@ -265,7 +288,7 @@ ROW_SPLIT_CONV = [
     (1, 32, 1, 1, 32, 1, 1, (1, 1), (0, 0, 0, 0), (1, 1), "none"),      # one position: one block
     (1, 16, 2, 3, 48, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "relu"),      # 6 positions, fewer than the blocks
     (1, 32, 13, 13, 64, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "none"),    # rows paired: 7 units per panel
-    (1, 32, 112, 112, 64, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), "relu"),  # bands and strips (BlockedHalo)
+    (1, 32, 112, 112, 64, 3, 3, (2, 2), (1, 1, 1, 1), (1, 1), "relu"),  # bands and strips (Halo)
 ]
 
 
