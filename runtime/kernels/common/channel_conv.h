@@ -94,8 +94,9 @@ inline bool pair_rows(const Geo& g, int64_t cr) {
 // kh rows x wp columns, a unit being a blocked input's 16-channel block or an NCHW input's channel); each other
 // ("edge") output column of the interior rows reads a strip, the kw input columns it needs copied column-major
 // (units x kw columns x the rows, +0 outside the image), so that consecutive output rows are u * sh floats apart (u
-// floats per unit and position) and a tile runs down the column (into a buffer, then stored position by position). Every position still adds all K products in order, +0.0f for the
-// padding: the bits of a zero-padded copy, for a few rows and columns of copying instead of the whole image.
+// floats per unit and position) and a tile runs down the column (into a buffer, then stored position by position).
+// Every position still adds all K products in order, +0.0f for the padding: the bits of a zero-padded copy, for a few
+// rows and columns of copying instead of the whole image.
 //
 // Along one axis, the output positions [a, b) whose whole window (its last tap `reach` past its first) lies inside
 // [0, size): those where the first tap and the last are both valid (conv_valid_range of each).
@@ -190,16 +191,16 @@ inline void blocked_offsets(const Geo& g, const PlaneLayout& l, int64_t* off) {
 // One padded row of wp positions of u floats each (u = kLayoutBlock: a blocked input's 16-channel block; 1: one
 // channel of an NCHW input): input row `row` (null: a row outside the image, all zeros) with its columns starting at
 // padded column pl.
-inline void padded_row(const Geo& g, int64_t wp, int64_t B, const float* row, float* dst) {
+inline void padded_row(const Geo& g, int64_t wp, int64_t u, const float* row, float* dst) {
   if (row == nullptr) {
-    std::memset(dst, 0, static_cast<size_t>(wp * B) * sizeof(float));
+    std::memset(dst, 0, static_cast<size_t>(wp * u) * sizeof(float));
     return;
   }
   const int64_t lo = g.pl < wp ? g.pl : wp;            // padded columns before the row
   const int64_t n = g.w < wp - lo ? g.w : wp - lo;     // input columns the taps reach
-  std::memset(dst, 0, static_cast<size_t>(lo * B) * sizeof(float));
-  std::memcpy(dst + lo * B, row, static_cast<size_t>(n * B) * sizeof(float));
-  std::memset(dst + (lo + n) * B, 0, static_cast<size_t>((wp - lo - n) * B) * sizeof(float));
+  std::memset(dst, 0, static_cast<size_t>(lo * u) * sizeof(float));
+  std::memcpy(dst + lo * u, row, static_cast<size_t>(n * u) * sizeof(float));
+  std::memset(dst + (lo + n) * u, 0, static_cast<size_t>((wp - lo - n) * u) * sizeof(float));
 }
 
 // One image's blocked input, zero-padded to l (hp x wp positions per 16-channel block; padded row 0 and column 0
@@ -308,7 +309,7 @@ struct ChannelConv {
   // NCHW one (u = 1).
   static void halo(ThreadPool* pool, const Geo& g, const float* wg, const float* x, const float* bias,
                    const Activation& act, float* y, float* work, bool xb, bool yb) {
-    const int64_t B = xb ? kLayoutBlock : 1, K = g.cg * g.kh * g.kw, ohw = g.oh * g.ow, cbs = g.cg / B;
+    const int64_t u = xb ? kLayoutBlock : 1, K = g.cg * g.kh * g.kw, ohw = g.oh * g.ow, cbs = g.cg / u;
     const Halo hb(g);
     int64_t* off = reinterpret_cast<int64_t*>(work);
     int64_t* off_b = reinterpret_cast<int64_t*>(work + off_floats(g));
@@ -323,33 +324,33 @@ struct ChannelConv {
       for (int64_t i = 0; i < g.kh; ++i)
         for (int64_t j = 0; j < g.kw; ++j) {
           const int64_t k = (c * g.kh + i) * g.kw + j;
-          off_b[k] = ((c / B * g.kh + i) * hb.wp + j * g.dw) * B + c % B;
-          off_s[k] = ((c / B * g.kw + j) * hb.nrho + i * g.dh) * B + c % B;
+          off_b[k] = ((c / u * g.kh + i) * hb.wp + j * g.dw) * u + c % u;
+          off_s[k] = ((c / u * g.kw + j) * hb.nrho + i * g.dh) * u + c % u;
         }
     const int64_t ih0 = hb.r0 * g.sh - g.pt;  // the strips' first input row
-    parallel_chunks(pool, (hb.nb + hb.ne) * cbs, 1, [&](int64_t ub, int64_t ue) {
-      for (int64_t u = ub; u < ue; ++u) {
-        const int64_t which = u / cbs, cb = u % cbs;
+    parallel_chunks(pool, (hb.nb + hb.ne) * cbs, 1, [&](int64_t pb, int64_t pe) {
+      for (int64_t part = pb; part < pe; ++part) {
+        const int64_t which = part / cbs, cb = part % cbs;
         if (which < hb.nb) {  // band rows i: input row oh * sh - pt + i * dh, columns -pl ...
           const int64_t oh = hb.border_row(which);
           for (int64_t i = 0; i < g.kh; ++i) {
             const int64_t ih = oh * g.sh - g.pt + i * g.dh;
             const bool in = ih >= 0 && ih < g.h;
-            padded_row(g, hb.wp, B, in ? x + (cb * g.h + ih) * g.w * B : nullptr,
-                               bands + which * hb.band(g) + (cb * g.kh + i) * hb.wp * B);
+            padded_row(g, hb.wp, u, in ? x + (cb * g.h + ih) * g.w * u : nullptr,
+                       bands + which * hb.band(g) + (cb * g.kh + i) * hb.wp * u);
           }
         } else {  // strip columns j: input column ow * sw - pl + j * dw, rows ih0 ...
           const int64_t e = which - hb.nb, ow = hb.edge_col(e);
           for (int64_t j = 0; j < g.kw; ++j) {
-            float* dst = strips + e * hb.strip(g) + (cb * g.kw + j) * hb.nrho * B;
+            float* dst = strips + e * hb.strip(g) + (cb * g.kw + j) * hb.nrho * u;
             const int64_t iw = ow * g.sw - g.pl + j * g.dw;
             if (iw < 0 || iw >= g.w) {
-              std::memset(dst, 0, static_cast<size_t>(hb.nrho * B) * sizeof(float));
+              std::memset(dst, 0, static_cast<size_t>(hb.nrho * u) * sizeof(float));
               continue;
             }
-            const float* src = x + ((cb * g.h + ih0) * g.w + iw) * B;
+            const float* src = x + ((cb * g.h + ih0) * g.w + iw) * u;
             if (xb)
-              for (int64_t r = 0; r < hb.nrho; ++r) std::memcpy(dst + r * B, src + r * g.w * B, B * sizeof(float));
+              for (int64_t r = 0; r < hb.nrho; ++r) std::memcpy(dst + r * u, src + r * g.w * u, u * sizeof(float));
             else
               for (int64_t r = 0; r < hb.nrho; ++r) dst[r] = src[r * g.w];
           }
@@ -368,21 +369,21 @@ struct ChannelConv {
       float* ya = y + a * kNR * ohw;
       if (v < n_in) {  // interior: in place
         const int64_t oh = hb.r0 + v / ri.n, t = v % ri.n, p0 = ri.begin(t), mr = ri.begin(t + 1) - p0;
-        const float* at = x + ((oh * g.sh - g.pt) * g.w + (hb.lo + p0) * g.sw - g.pl) * B;
-        row_tile(yb, g.sw * B, noc, mr, K, at, off, wa, ba, act, ya + (oh * g.ow + hb.lo + p0) * yu, ohw);
+        const float* at = x + ((oh * g.sh - g.pt) * g.w + (hb.lo + p0) * g.sw - g.pl) * u;
+        row_tile(yb, g.sw * u, noc, mr, K, at, off, wa, ba, act, ya + (oh * g.ow + hb.lo + p0) * yu, ohw);
         return;
       }
       v -= n_in;
       if (v < n_b) {  // a border row: its band
         const int64_t b = v / rb.n, t = v % rb.n, p0 = rb.begin(t), mr = rb.begin(t + 1) - p0;
-        const float* at = bands + b * hb.band(g) + p0 * g.sw * B;
-        row_tile(yb, g.sw * B, noc, mr, K, at, off_b, wa, ba, act, ya + (hb.border_row(b) * g.ow + p0) * yu, ohw);
+        const float* at = bands + b * hb.band(g) + p0 * g.sw * u;
+        row_tile(yb, g.sw * u, noc, mr, K, at, off_b, wa, ba, act, ya + (hb.border_row(b) * g.ow + p0) * yu, ohw);
         return;
       }
       v -= n_b;  // an edge column: down its strip into tmp, then position by position
       const int64_t e = v / rs.n, t = v % rs.n, p0 = rs.begin(t), mr = rs.begin(t + 1) - p0, ow = hb.edge_col(e);
-      const float* at = strips + e * hb.strip(g) + p0 * g.sh * B;
-      row_tile(true, g.sh * B, noc, mr, K, at, off_s, wa, ba, act, tmp, kCR);
+      const float* at = strips + e * hb.strip(g) + p0 * g.sh * u;
+      row_tile(true, g.sh * u, noc, mr, K, at, off_s, wa, ba, act, tmp, kCR);
       for (int64_t r = 0; r < mr; ++r) {
         const int64_t q = (hb.r0 + p0 + r) * g.ow + ow;
         for (int vv = 0; 16 * vv < noc; ++vv) {
@@ -500,7 +501,8 @@ struct BlockedConv2d {
   // Scratch floats of a dense convolution run blocked: its packed weights (when not prepared), then the channel-major
   // path's buffers for either layout of X.
   static int64_t blocked_scratch_floats(const Geo& g) {
-    return Conv::group_floats(g) + std::max(ChannelSource(g, false, T::kCR).floats(g), ChannelSource(g, true, T::kCR).floats(g));
+    return Conv::group_floats(g) +
+           std::max(ChannelSource(g, false, T::kCR).floats(g), ChannelSource(g, true, T::kCR).floats(g));
   }
 
   // Conv's scratch, or the channel-major path's for either layout of X when the node may run blocked.

@@ -145,6 +145,21 @@ def test_conv2d_reads_padded_nchw_inputs_in_place(case, kset):
     np.testing.assert_allclose(ref, exact, rtol=0, atol=1e-5 * max(1.0, float(np.abs(exact).max())))
 
 
+@fma_sets
+@pytest.mark.parametrize("groups", [2, 3])
+def test_conv2d_grouped_nchw_halo_reads_its_own_channels(groups, kset):
+    """A grouped convolution runs the channel-major path group by group (avx512: K = 288 per group), each reading its
+    channels of the NCHW input in place with bands and strips: the bits of every thread count, portable's within
+    the float tolerance."""
+    attrs, inputs = _conv((1, 32 * groups, 28, 27, 32 * groups, 3, 3, (1, 1), (1, 1, 1, 1), (1, 1), "relu"),
+                          groups=groups)
+    ref = _all_layouts("conv2d", attrs, inputs, kset, [], threads=(1,))
+    for t in (2, 3):
+        _same(_C.run_kernel("conv2d", attrs, inputs, kernel_set=kset, threads=t)[0], ref)
+    exact = _C.run_kernel("conv2d", attrs, inputs, kernel_set="portable")[0]
+    np.testing.assert_allclose(ref, exact, rtol=0, atol=1e-5 * max(1.0, float(np.abs(exact).max())))
+
+
 # Rows whose tiles would leave many positions unused pair up: a channel-major tile takes up to half a tile of
 # positions of a row and the same columns of the next (its halves read two source rows and go to two output rows),
 # an odd last row alone. avx512's tiles are 14 positions (rows of 7 pair whole, rows of 16 pair as 8 + 8), avx2's 6
