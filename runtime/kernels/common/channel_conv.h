@@ -178,14 +178,14 @@ struct ChannelSource {
   }
 };
 
-// off[k] for kernel row k = (c, i, j) of a blocked source laid out as l (sh = sw = 1): where tap (i, j) of channel c
-// reads for output position (0, 0).
-inline void blocked_offsets(const Geo& g, const PlaneLayout& l, int64_t* off) {
-  const int64_t B = kLayoutBlock;
+// off[k] for kernel row k = (c, i, j) of a source of u floats per position and channel unit, laid out as l (sh = sw =
+// 1): where tap (i, j) of channel c reads for output position (0, 0). u = kLayoutBlock: a blocked source; u = 1: an
+// NCHW one (plane_offsets' unit-stride case).
+inline void unit_offsets(const Geo& g, const PlaneLayout& l, int64_t u, int64_t* off) {
   for (int64_t c = 0; c < g.cg; ++c)
     for (int64_t i = 0; i < g.kh; ++i)
       for (int64_t j = 0; j < g.kw; ++j)
-        off[(c * g.kh + i) * g.kw + j] = (c / B) * l.chan() * B + (i * g.dh * l.wp + j * g.dw) * B + c % B;
+        off[(c * g.kh + i) * g.kw + j] = (c / u) * l.chan() * u + (i * g.dh * l.wp + j * g.dw) * u + c % u;
 }
 
 // One padded row of wp positions of u floats each (u = kLayoutBlock: a blocked input's 16-channel block; 1: one
@@ -316,10 +316,7 @@ struct ChannelConv {
     int64_t* off_s = reinterpret_cast<int64_t*>(work + 2 * off_floats(g));
     float* bands = work + 3 * off_floats(g);
     float* strips = bands + hb.nb * hb.band(g);
-    if (xb)
-      blocked_offsets(g, PlaneLayout{1, 1, g.h, g.w}, off);
-    else
-      plane_offsets(g, PlaneLayout{1, 1, g.h, g.w}, off);
+    unit_offsets(g, PlaneLayout{1, 1, g.h, g.w}, u, off);
     for (int64_t c = 0; c < g.cg; ++c)
       for (int64_t i = 0; i < g.kh; ++i)
         for (int64_t j = 0; j < g.kw; ++j) {
@@ -349,10 +346,7 @@ struct ChannelConv {
               continue;
             }
             const float* src = x + ((cb * g.h + ih0) * g.w + iw) * u;
-            if (xb)
-              for (int64_t r = 0; r < hb.nrho; ++r) std::memcpy(dst + r * u, src + r * g.w * u, u * sizeof(float));
-            else
-              for (int64_t r = 0; r < hb.nrho; ++r) dst[r] = src[r * g.w];
+            for (int64_t r = 0; r < hb.nrho; ++r) std::memcpy(dst + r * u, src + r * g.w * u, u * sizeof(float));
           }
         }
       }
@@ -420,7 +414,7 @@ struct ChannelConv {
       src = xp;
     }
     if (xb)
-      blocked_offsets(g, cs.l, off);
+      unit_offsets(g, cs.l, kLayoutBlock, off);
     else
       plane_offsets(g, cs.l, off);
     const bool flat = cs.flat(g);

@@ -45,6 +45,12 @@ def _same(a: np.ndarray, b: np.ndarray) -> None:
     assert np.array_equal(np.signbit(a), np.signbit(b)), "signs of zero differ"
 
 
+def _near_portable(got: np.ndarray, attrs: dict, inputs: list) -> None:
+    """A conv2d result within the float tolerance (1e-5 x the output's scale) of the portable kernel's."""
+    exact = _C.run_kernel("conv2d", attrs, inputs, kernel_set="portable")[0]
+    np.testing.assert_allclose(got, exact, rtol=0, atol=1e-5 * max(1.0, float(np.abs(exact).max())))
+
+
 def _all_layouts(op: str, attrs: dict, inputs: list, kernel_set: str, combos, threads=(1, 2)) -> np.ndarray:
     ref = _C.run_kernel(op, attrs, inputs, kernel_set=kernel_set)[0]
     for bi, bo in combos:
@@ -141,8 +147,7 @@ NCHW_HALO = [
 def test_conv2d_reads_padded_nchw_inputs_in_place(case, kset):
     attrs, inputs = _conv(case)
     ref = _all_layouts("conv2d", attrs, inputs, kset, [([], [0]), ([], [])], threads=(1, 2, 3, 5))
-    exact = _C.run_kernel("conv2d", attrs, inputs, kernel_set="portable")[0]
-    np.testing.assert_allclose(ref, exact, rtol=0, atol=1e-5 * max(1.0, float(np.abs(exact).max())))
+    _near_portable(ref, attrs, inputs)
 
 
 @fma_sets
@@ -156,8 +161,7 @@ def test_conv2d_grouped_nchw_halo_reads_its_own_channels(groups, kset):
     ref = _all_layouts("conv2d", attrs, inputs, kset, [], threads=(1,))
     for t in (2, 3):
         _same(_C.run_kernel("conv2d", attrs, inputs, kernel_set=kset, threads=t)[0], ref)
-    exact = _C.run_kernel("conv2d", attrs, inputs, kernel_set="portable")[0]
-    np.testing.assert_allclose(ref, exact, rtol=0, atol=1e-5 * max(1.0, float(np.abs(exact).max())))
+    _near_portable(ref, attrs, inputs)
 
 
 # Rows whose tiles would leave many positions unused pair up: a channel-major tile takes up to half a tile of
@@ -181,8 +185,7 @@ PAIRS = [
 def test_conv2d_short_rows_pair_up(case, kset):
     attrs, inputs = _conv(case)
     ref = _all_layouts("conv2d", attrs, inputs, kset, DENSE_COMBOS)
-    exact = _C.run_kernel("conv2d", attrs, inputs, kernel_set="portable")[0]
-    np.testing.assert_allclose(ref, exact, rtol=0, atol=1e-5 * max(1.0, float(np.abs(exact).max())))
+    _near_portable(ref, attrs, inputs)
 
 
 # Blocked inputs into outputs whose channel count is not a multiple of 16 (NCHW Y): the last panel holds fewer than a
@@ -199,8 +202,7 @@ NCHW_OUT = [
 def test_conv2d_blocked_input_into_nchw_output(case, kset):
     attrs, inputs = _conv(case)
     ref = _all_layouts("conv2d", attrs, inputs, kset, [([0], [])])
-    exact = _C.run_kernel("conv2d", attrs, inputs, kernel_set="portable")[0]
-    np.testing.assert_allclose(ref, exact, rtol=0, atol=1e-5 * max(1.0, float(np.abs(exact).max())))
+    _near_portable(ref, attrs, inputs)
 
 
 DEPTHWISE = [  # (C, H, W, k, stride, padding, dilation, activation)
