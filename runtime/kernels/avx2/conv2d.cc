@@ -508,6 +508,9 @@ void channel_tile(int64_t K, const float* a, const float* a2, const int64_t* off
     c0[r] = b0;
     c1[r] = b1;
   }
+  // Unrolled by 4 as the avx512 tile (Intel AVX-512 VM, the avx2 set, same bits: SimpleNet 3.32 -> 3.26 ms,
+  // ResNet-18 48.9-49.3 -> 48.4-48.8 at 1 thread).
+#pragma GCC unroll 4
   for (int64_t k = 0; k < K; ++k) {
     const float* ak = a + off[k];
     const float* ak2 = a2 + off[k];

@@ -464,6 +464,10 @@ void channel_tile(int64_t K, const float* a, const float* a2, const int64_t* off
     c0[r] = b0;
     c1[r] = b1;
   }
+  // Unrolled by 4, which spreads the loop's own work (off[k], the prefetch, the pointer steps, the branch) over more
+  // FMAs: Intel AVX-512 VM, same bits: SimpleNet's 3x3 stride-2 layers 0.728 -> 0.714 and 0.706 -> 0.695 ms,
+  // ResNet-18 22.8-23.2 -> 22.1-22.7 ms at 1 thread.
+#pragma GCC unroll 4
   for (int64_t k = 0; k < K; ++k) {
     const float* ak = a + off[k];
     const float* ak2 = a2 + off[k];
