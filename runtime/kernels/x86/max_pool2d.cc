@@ -198,6 +198,20 @@ struct Separable : SepSizes {
   }
 };
 
+// f(p) for each tap of output (oh, ow) of a blocked plane that lies inside the image, row-major (as portable): p is
+// the tap's 16 channels.
+template <class F>
+inline void blocked_taps(const kernels::MaxPoolGeometry& g, const float* xb, int64_t oh, int64_t ow, F&& f) {
+  for (int64_t i = 0; i < g.kh; ++i) {
+    const int64_t ih = oh * g.sh - g.ph + i * g.dh;
+    if (ih < 0 || ih >= g.h) continue;
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const int64_t iw = ow * g.sw - g.pw + j * g.dw;
+      if (iw >= 0 && iw < g.w) f(xb + (ih * g.w + iw) * kLayoutBlock);
+    }
+  }
+}
+
 // Blocked X and Y (core/kernel.h), output row oh of one (image, 16-channel block): each position's 16 channels are
 // two vectors, which take the window's taps one by one (row-major, as portable; taps outside the image skipped) with
 // portable's rule in every lane.
@@ -206,17 +220,10 @@ void blocked_row(const kernels::MaxPoolGeometry& g, const float* xb, float* yb, 
   const __m256 ninf = _mm256_set1_ps(-std::numeric_limits<float>::infinity());
   for (int64_t ow = 0; ow < g.ow; ++ow) {
     __m256 b0 = ninf, b1 = ninf;
-    for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t ih = oh * g.sh - g.ph + i * g.dh;
-      if (ih < 0 || ih >= g.h) continue;
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t iw = ow * g.sw - g.pw + j * g.dw;
-        if (iw < 0 || iw >= g.w) continue;
-        const float* v = xb + (ih * g.w + iw) * kLayoutBlock;
-        b0 = take(b0, _mm256_loadu_ps(v), all);
-        b1 = take(b1, _mm256_loadu_ps(v + 8), all);
-      }
-    }
+    blocked_taps(g, xb, oh, ow, [&](const float* v) {
+      b0 = take(b0, _mm256_loadu_ps(v), all);
+      b1 = take(b1, _mm256_loadu_ps(v + 8), all);
+    });
     float* o = yb + (oh * g.ow + ow) * kLayoutBlock;
     _mm256_storeu_ps(o, b0);
     _mm256_storeu_ps(o + 8, b1);
@@ -233,19 +240,12 @@ bool blocked_row_fast(const kernels::MaxPoolGeometry& g, const float* xb, float*
   __m256 nan = _mm256_setzero_ps();
   for (int64_t ow = 0; ow < g.ow; ++ow) {
     __m256 b0 = ninf, b1 = ninf;
-    for (int64_t i = 0; i < g.kh; ++i) {
-      const int64_t ih = oh * g.sh - g.ph + i * g.dh;
-      if (ih < 0 || ih >= g.h) continue;
-      for (int64_t j = 0; j < g.kw; ++j) {
-        const int64_t iw = ow * g.sw - g.pw + j * g.dw;
-        if (iw < 0 || iw >= g.w) continue;
-        const float* v = xb + (ih * g.w + iw) * kLayoutBlock;
-        const __m256 v0 = _mm256_loadu_ps(v), v1 = _mm256_loadu_ps(v + 8);
-        nan = _mm256_or_ps(nan, _mm256_cmp_ps(v0, v1, _CMP_UNORD_Q));
-        b0 = _mm256_max_ps(v0, b0);
-        b1 = _mm256_max_ps(v1, b1);
-      }
-    }
+    blocked_taps(g, xb, oh, ow, [&](const float* v) {
+      const __m256 v0 = _mm256_loadu_ps(v), v1 = _mm256_loadu_ps(v + 8);
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(v0, v1, _CMP_UNORD_Q));
+      b0 = _mm256_max_ps(v0, b0);
+      b1 = _mm256_max_ps(v1, b1);
+    });
     float* o = yb + (oh * g.ow + ow) * kLayoutBlock;
     _mm256_storeu_ps(o, b0);
     _mm256_storeu_ps(o + 8, b1);
