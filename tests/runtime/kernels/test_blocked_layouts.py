@@ -277,7 +277,7 @@ def test_x86_max_pool_blocked(case):
     x = rand((2, 32, 13, 12), seed=3)
     x[0, 3, 4, 5] = np.nan  # a NaN wins its windows, lane by lane
     # NaNs of two payloads in one window, in the upper 8 channels of a block: the last one (row-major) wins. The rows
-    # whose windows hold a NaN are redone tap by tap (max_pool2d.cc blocked_row_fast finds them).
+    # whose windows hold a NaN are redone tap by tap (max_pool2d.cc blocked_row<true> finds them).
     bits = x.view(np.uint32)
     bits[1, 27, 6, 7], bits[1, 27, 7, 7] = 0x7FC00001, 0xFFC00002
     x[1, 17, 0, 0] = -0.0
