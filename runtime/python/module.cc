@@ -84,8 +84,47 @@ py::dtype numpy_dtype(DType t) {
   return py::dtype(std::string(name));
 }
 
+// The runtime dtype of a NumPy builtin dtype, by kind and size (no string made or compared): the per-run fast path.
+// Other dtypes (ml_dtypes' bfloat16, a kind 'V' user type) go by name through dtype_from_numpy.
+bool dtype_from_kind(const py::dtype& dt, DType* out) {
+  const py::ssize_t size = dt.itemsize();
+  DType t;
+  switch (dt.kind()) {
+    case 'f': t = size == 2 ? DType::kFloat16 : size == 4 ? DType::kFloat32 : DType::kFloat64; break;
+    case 'i':
+      t = size == 1 ? DType::kInt8 : size == 2 ? DType::kInt16 : size == 4 ? DType::kInt32 : DType::kInt64;
+      break;
+    case 'u': t = DType::kUInt8; break;
+    case 'b': t = DType::kBool; break;
+    default: return false;
+  }
+  if (static_cast<py::ssize_t>(dtype_size(t)) != size) return false;  // e.g. float128, uint16
+  *out = t;
+  return true;
+}
+
+// Whether NumPy stores dt's values in this machine's byte order ('=' native, '|' not applicable; NumPy writes a
+// native '<' or '>' as '=').
+bool native_order(const py::dtype& dt) {
+  const char b = dt.byteorder();
+  const uint16_t probe = 1;
+  const bool little = *reinterpret_cast<const uint8_t*>(&probe) == 1;
+  return b == '=' || b == '|' || b == (little ? '<' : '>');
+}
+
 // A C-contiguous, native-byte-order array of a supported dtype, and a view of it.
 py::array as_view(py::handle obj, const std::string& what, TensorView* view) {
+  if (py::isinstance<py::array>(obj)) {  // the common case, checked without calling into Python
+    py::array arr = py::reinterpret_borrow<py::array>(obj);
+    const py::dtype dt = arr.dtype();
+    if ((arr.flags() & py::array::c_style) != 0 && arr.ndim() <= kMaxDims && native_order(dt) &&
+        dtype_from_kind(dt, &view->dtype)) {
+      view->shape.ndim = static_cast<int32_t>(arr.ndim());
+      for (py::ssize_t i = 0; i < arr.ndim(); ++i) view->shape.dims[i] = arr.shape(i);
+      view->data = const_cast<void*>(arr.data());
+      return arr;
+    }
+  }
   if (!py::isinstance<py::array>(obj))
     throw_status(Status(StatusCode::kInvalidArgument,
                         what + " must be a numpy.ndarray, got " + std::string(py::str(py::type::of(obj).attr("__name__"))) +
@@ -513,7 +552,7 @@ class PySession {
     for (size_t i = 0; i < result.num_outputs(); ++i) {
       const TensorView v = result.output(i);
       std::vector<py::ssize_t> dims(v.shape.dims, v.shape.dims + v.shape.ndim);
-      py::array a(numpy_dtype(v.dtype), dims);
+      py::array a(cached_dtype(v.dtype), dims);
       if (v.nbytes() > 0) std::memcpy(a.mutable_data(), v.data, v.nbytes());
       out.append(a);
     }
@@ -540,8 +579,17 @@ class PySession {
   }
 
  private:
+  // The NumPy dtype of an output's runtime dtype, made once per session (py::dtype from a name parses it).
+  const py::dtype& cached_dtype(DType t) {
+    const size_t i = static_cast<size_t>(t);
+    if (i >= dtypes_.size()) dtypes_.resize(i + 1);
+    if (!dtypes_[i]) dtypes_[i] = numpy_dtype(t);
+    return dtypes_[i];
+  }
+
   std::unique_ptr<Session> session_;
   py::object keep_;
+  std::vector<py::dtype> dtypes_;
 };
 
 }  // namespace

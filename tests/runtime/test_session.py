@@ -109,6 +109,47 @@ def test_rank_mismatch(session: rt.InferenceSession) -> None:
         session.run(None, {"x": np.zeros((2, 4, 1), np.float32)})
 
 
+def test_non_native_byte_order_is_refused_with_the_conversion(session: rt.InferenceSession) -> None:
+    swapped = np.zeros((1, 4), np.dtype(np.float32).newbyteorder("S"))
+    with pytest.raises(TypeError, match=r"input 'x' has dtype >f4 but the model expects float32.*astype"):
+        session.run(None, {"x": swapped})
+    # The binding itself (the wrapper's fast path hands arrays straight to it) checks the byte order too.
+    with pytest.raises(ValueError, match=r"input 'x' has non-native byte order.*newbyteorder"):
+        session._sess.run([swapped])
+    with pytest.raises(ValueError, match=r"input 0 has non-native byte order"):
+        rt.run_kernel("relu", {}, [swapped])
+
+
+def test_binding_refuses_unsupported_dtypes_by_name(session: rt.InferenceSession) -> None:
+    for bad, name in ((np.zeros((1, 4), np.uint16), "uint16"), (np.zeros((1, 4), np.complex64), "complex64"),
+                      (np.zeros((1, 4), np.longdouble), "float128")):
+        with pytest.raises(ValueError, match=rf"input 'x' has dtype {name}, which the runtime does not support"):
+            session._sess.run([bad])
+
+
+def test_fast_and_checked_calls_agree() -> None:
+    """run(None, {exact inputs}) goes straight to the runtime; every other call shape goes through the checks: the
+    same outputs either way, and the inputs are never written."""
+    s = rt.InferenceSession(chain_model().build())
+    x = np.random.default_rng(4).standard_normal((5, 8)).astype(np.float32)
+    keep = x.copy()
+    (fast,) = s.run(None, {"x": x})
+    (named,) = s.run(["y"], {"x": x})
+    (fortran,) = s.run(None, {"x": np.asfortranarray(x)})  # not C-contiguous: converted by the checked path
+    (strided,) = s.run(None, {"x": np.repeat(x, 2, axis=1)[:, ::2]})
+    (sub,) = s.run(None, {"x": x.view(_Sub)})  # a subclass takes the checked path
+    for other in (named, fortran, strided, sub):
+        assert other.tobytes() == fast.tobytes()
+    assert type(fast) is np.ndarray and fast.dtype == np.float32 and fast.flags.c_contiguous
+    np.testing.assert_array_equal(x, keep)
+    (again,) = s.run(None, {"x": x})
+    assert again is not fast and again.tobytes() == fast.tobytes()
+
+
+class _Sub(np.ndarray):
+    pass
+
+
 def test_bad_constructor_arguments(tmp_path) -> None:  # type: ignore[no-untyped-def]
     data = relu_model().build()
     with pytest.raises(ValueError, match=r"unknown backend 'npu'.*\['cpu'\]"):
@@ -173,6 +214,10 @@ def test_a_dynamic_dimension_shared_by_two_inputs_takes_one_size(tmp_path) -> No
     s = rt.InferenceSession(str(path))
     a = np.ones((4, 3), np.float32)
     np.testing.assert_array_equal(s.run(None, {"a": a, "b": a})[0], a + a)
+    b = np.arange(12, dtype=np.float32).reshape(4, 3)
+    np.testing.assert_array_equal(s.run(None, {"b": b, "a": a})[0], a + b)  # a dict in any order
+    with pytest.raises(ValueError, match=r"unknown input name\(s\) \['c'\]; the model's inputs are \['a', 'b'\]"):
+        s.run(None, {"a": a, "c": a})  # as many entries as inputs, one of them wrong
     with pytest.raises(ValueError, match=r"input 'b' dimension 0 \(dynamic 'batch'\) is 5, but input 'a' dimension 0 "
                                          r"gives 'batch' the size 4"):
         s.run(None, {"a": a, "b": np.ones((5, 3), np.float32)})
