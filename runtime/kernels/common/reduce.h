@@ -86,6 +86,22 @@ inline bool reduce_is_trailing(const ReducePlan& p, const Shape& s) {
   return true;
 }
 
+// Whether the node is the mean over dims 2 and 3 of a 4-D input (any keepdim): global average pooling, which the
+// x86 and avx512 sets' mean kernels take on a blocked input (N x C/16 x H x W x 16).
+inline bool spatial_mean(const Attrs& attrs, const TensorView* in, int n_in, int n_out) {
+  ReducePlan p;
+  if (n_in != 1 || in[0].shape.ndim != 4 || !reduce_plan("mean", attrs, in, n_in, n_out, &p).ok()) return false;
+  return !p.reduced[0] && !p.reduced[1] && p.reduced[2] && p.reduced[3];
+}
+
+// Those kernels' LayoutFn (core/kernel.h): the input blocked for a spatial mean, nothing otherwise.
+inline LayoutCaps spatial_mean_layouts(const Attrs& attrs, const TensorView* in, int n_in, const TensorView*,
+                                       int n_out) {
+  LayoutCaps caps;
+  if (spatial_mean(attrs, in, n_in, n_out)) caps.inputs = 1;
+  return caps;
+}
+
 // acc[o] = sum of the inputs that reduce to output o (acc: numel(out) doubles of scratch), each output's inputs
 // added in row-major order. Trailing reductions sum four outputs side by side (four independent chains of adds
 // instead of one; every output keeps its own order, so the bits are those of the element-by-element walk).

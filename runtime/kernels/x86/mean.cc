@@ -19,24 +19,11 @@ namespace {
 using kernels::op_error;
 constexpr char kOp[] = "mean";
 
-// Whether the node is the mean over dims 2 and 3 of a 4-D input (any keepdim).
-bool spatial_mean(const Attrs& attrs, const TensorView* in, int n_in, int n_out) {
-  kernels::ReducePlan p;
-  if (n_in != 1 || in[0].shape.ndim != 4 || !kernels::reduce_plan(kOp, attrs, in, n_in, n_out, &p).ok()) return false;
-  return !p.reduced[0] && !p.reduced[1] && p.reduced[2] && p.reduced[3];
-}
-
-LayoutCaps layouts(const Attrs& attrs, const TensorView* in, int n_in, const TensorView*, int n_out) {
-  LayoutCaps caps;
-  if (spatial_mean(attrs, in, n_in, n_out)) caps.inputs = 1;
-  return caps;
-}
-
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
   const KernelDef* p = kernels::portable_kernel<kOp>();
   if (p == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
   if ((ctx.blocked_inputs & 1) == 0) return p->run(ctx, in, n_in, out, n_out);
-  if (!spatial_mean(*ctx.attrs, in, n_in, n_out) || !blockable(in[0]) || n_out != 1)
+  if (!kernels::spatial_mean(*ctx.attrs, in, n_in, n_out) || !blockable(in[0]) || n_out != 1)
     return op_error(StatusCode::kInternal, kOp, "asked to run a blocked layout its layouts() did not offer");
   const Shape& s = in[0].shape;
   const int64_t n = s.dims[0], c = s.dims[1], hw = s.dims[2] * s.dims[3], cb = c / kLayoutBlock;
@@ -70,5 +57,6 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_X86_LAYOUT_KERNEL(mean, DType::kFloat32, kernels::portable_infer<kOp>, run, layouts);
+DTORCH_REGISTER_X86_LAYOUT_KERNEL(mean, DType::kFloat32, kernels::portable_infer<kOp>, run,
+                                  kernels::spatial_mean_layouts);
 }  // namespace dtorch

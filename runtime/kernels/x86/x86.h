@@ -18,6 +18,7 @@
 
 #include "core/kernel.h"
 #include "kernels/common/isa.h"
+#include "kernels/common/portable_kernel.h"
 #include "kernels/common/util.h"
 
 #if !defined(DTORCH_KERNEL_ISA)
@@ -33,23 +34,6 @@ inline namespace DTORCH_ISA {
 __attribute__((target("no-sse3"), noinline)) inline bool x86_avx2_fma_supported() {
   __builtin_cpu_init();  // may run before libgcc's own constructor (static initialization order)
   return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
-}
-
-// The portable float32 kernel of the op named Op, to which an x86 kernel leaves its checks and the cases it does not
-// cover (looked up once; null if the build lacks it). Op is the file's `constexpr char kOp[]`.
-template <const char* Op>
-const KernelDef* portable_kernel() {
-  static const KernelDef* k = find_kernel_in_set(Op, DType::kFloat32, "portable");
-  return k;
-}
-
-// An infer that is the portable kernel's: the same checks, errors, output shapes and scratch.
-template <const char* Op>
-Status portable_infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out,
-                      size_t* scratch_bytes) {
-  const KernelDef* p = portable_kernel<Op>();
-  if (p == nullptr) return op_error(StatusCode::kInternal, Op, "the portable kernel is not registered");
-  return p->infer(attrs, in, n_in, out, n_out, scratch_bytes);
 }
 
 }  // inline namespace DTORCH_ISA

@@ -304,6 +304,31 @@ def test_x86_mean_of_a_blocked_input(keepdim, shape):
         _C.run_kernel("mean", {"axes": [1, 2, 3]}, [x], kernel_set="x86", blocked_inputs=[0])
 
 
+_WHY_AVX512_MEAN = _why("avx512", "mean")
+if _WHY_AVX512_MEAN:
+    print(f"test_blocked_layouts: avx512 mean cases skipped: {_WHY_AVX512_MEAN}")
+
+
+@pytest.mark.skipif(bool(_WHY_AVX512_MEAN), reason=_WHY_AVX512_MEAN)
+@pytest.mark.parametrize("keepdim", [0, 1])
+# 4 blocks (one unit of work), 3 + 4 (a short last unit), 5 x 2 images (units across images), 1 x 1 maps
+@pytest.mark.parametrize("shape", [(1, 64, 28, 28), (1, 112, 7, 9), (2, 80, 5, 3), (3, 16, 1, 1)])
+def test_avx512_mean_of_a_blocked_input_has_portables_bits(keepdim, shape):
+    x = rand(shape, seed=5) * 100
+    if shape[2] * shape[3] >= 3:  # large values cancelling and a subnormal in one channel: the sums' order shows
+        x[0, 3].reshape(-1)[:3] = [1e30, 1e-40, -1e30]
+    x[-1, -1, -1, -1] = np.inf
+    attrs = {"axes": [2, 3], "keepdim": keepdim}
+    exact = _C.run_kernel("mean", attrs, [x], kernel_set="portable")[0]
+    for t in (1, 2, 3):
+        got = _C.run_kernel("mean", attrs, [x], kernel_set="avx512", threads=t, blocked_inputs=[0])[0]
+        np.testing.assert_array_equal(got.view(np.uint32), exact.view(np.uint32))
+    # An NCHW input runs the portable kernel; other reductions are not offered blocked.
+    _same(_C.run_kernel("mean", attrs, [x], kernel_set="avx512")[0], exact)
+    with pytest.raises(RuntimeError, match=r"kernel mean \(avx512\) does not take these tensors blocked here"):
+        _C.run_kernel("mean", {"axes": [1, 2, 3]}, [x], kernel_set="avx512", blocked_inputs=[0])
+
+
 # With threads, convolutions whose weights fit in half a core's L2, blocked depthwise convolutions and x86 adds split
 # an image's positions among the threads (blocks of rows, each over every channel plane: kernels/common/
 # channel_conv.h for_units and DwRows, kernels/x86/add.cc) so that a thread reads what its core wrote. Fewer

@@ -1,0 +1,32 @@
+// The portable float32 kernel an ISA set's kernel leaves its checks and the cases it does not cover to (kernels/x86,
+// kernels/avx512): found once by name in the registry, and an infer that is the portable kernel's.
+#pragma once
+
+#include "core/kernel.h"
+#include "kernels/common/isa.h"
+#include "kernels/common/util.h"
+
+namespace dtorch {
+namespace kernels {
+inline namespace DTORCH_ISA {
+
+// The portable float32 kernel of the op named Op, to which an ISA set's kernel leaves its checks and the cases it
+// does not cover (looked up once; null if the build lacks it). Op is the file's `constexpr char kOp[]`.
+template <const char* Op>
+const KernelDef* portable_kernel() {
+  static const KernelDef* k = find_kernel_in_set(Op, DType::kFloat32, "portable");
+  return k;
+}
+
+// An infer that is the portable kernel's: the same checks, errors, output shapes and scratch.
+template <const char* Op>
+Status portable_infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out,
+                      size_t* scratch_bytes) {
+  const KernelDef* p = portable_kernel<Op>();
+  if (p == nullptr) return op_error(StatusCode::kInternal, Op, "the portable kernel is not registered");
+  return p->infer(attrs, in, n_in, out, n_out, scratch_bytes);
+}
+
+}  // inline namespace DTORCH_ISA
+}  // namespace kernels
+}  // namespace dtorch
