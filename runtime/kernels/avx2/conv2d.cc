@@ -533,8 +533,8 @@ void channel_tile(int64_t K, const float* a, const float* a2, const int64_t* off
       _mm256_storeu_ps(o + 8, k2::activate(act, c1[r], &done));
     }
     if (!done) {
-      kernels::bias_activation(act, 0.0f, y, H * kLayoutBlock);
-      kernels::bias_activation(act, 0.0f, y2, (MR - H) * kLayoutBlock);
+      k2::activate_rows(act, y, H * kLayoutBlock);
+      k2::activate_rows(act, y2, (MR - H) * kLayoutBlock);
     }
   } else {
     const bool one = y2 == y + H;  // the second half follows the first in Y's rows
@@ -557,8 +557,8 @@ void channel_tile(int64_t K, const float* a, const float* a2, const int64_t* off
           store_first<MR - H>(row2, _mm256_permutevar8x32_ps(o, down));
         }
         if (!done) {
-          kernels::bias_activation(act, 0.0f, row, one ? MR : H);
-          if (!one) kernels::bias_activation(act, 0.0f, row2, MR - H);
+          k2::activate_rows(act, row, one ? MR : H);
+          if (!one) k2::activate_rows(act, row2, MR - H);
         }
       }
     }
@@ -618,7 +618,7 @@ void depthwise_blocked(ThreadPool* pool, const Geo& g, const float* x, const flo
         bool done = false;
         _mm256_storeu_ps(o, k2::activate(g.act, a0, &done));
         _mm256_storeu_ps(o + 8, k2::activate(g.act, a1, &done));
-        if (!done) kernels::bias_activation(g.act, 0.0f, o, B);
+        if (!done) k2::activate_rows(g.act, o, B);
       };
       auto one = [&](int64_t ow) {  // a border position: +0 for the columns outside the row
         __m256 a0 = b0, a1 = b1;

@@ -12,6 +12,7 @@
 
 #include <cstdint>
 
+#include "kernels/avx2/activation_avx2.h"
 #include "kernels/avx2/avx2.h"
 #include "kernels/avx2/gemm_fma.h"
 #include "kernels/common/activation.h"
@@ -21,19 +22,6 @@
 namespace dtorch {
 namespace kernels {
 namespace avx2 {
-
-// The clamp activations in registers (*done = true); others are applied to the stored row afterwards.
-inline __m256 activate(const Activation& a, __m256 v, bool* done) {
-  *done = true;
-  switch (a.kind) {
-    case ActKind::kNone: return v;
-    case ActKind::kRelu: return clamp_lo(_mm256_setzero_ps(), v);
-    case ActKind::kRelu6: return clamp_hi(_mm256_set1_ps(6.0f), clamp_lo(_mm256_setzero_ps(), v));
-    case ActKind::kHardtanh:
-      return clamp_hi(_mm256_set1_ps(a.hi), clamp_lo(_mm256_set1_ps(a.lo), v));
-    default: *done = false; return v;
-  }
-}
 
 // One output plane (image n, channel c), kDwRows output rows at a time (independent accumulator chains), 8 output
 // columns per vector. Every output starts at the bias and adds its taps in (row, column) order, one FMA each, so
@@ -98,7 +86,7 @@ inline void depthwise_plane(const ConvGeometry& g, const float* xp, const float*
         bool done = false;
         const __m256 out = activate(g.act, acc[r], &done);
         store_lanes(y, out, nv);
-        if (!done) bias_activation(g.act, 0.0f, y, nv);
+        if (!done) activate_rows(g.act, y, nv);
       }
     }
   }
@@ -205,7 +193,7 @@ DTORCH_AVX2_INLINE void dw3x3_block(const ConvGeometry& g, const float* xp, cons
       bool done = false;
       const __m256 out = activate(g.act, acc[r][v], &done);
       store_lanes(y, out, nv);
-      if (!done) bias_activation(g.act, 0.0f, y, nv);
+      if (!done) activate_rows(g.act, y, nv);
     }
   }
 }

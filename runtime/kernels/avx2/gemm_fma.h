@@ -19,6 +19,7 @@
 
 #include <cstdint>
 
+#include "kernels/avx2/activation_avx2.h"
 #include "kernels/avx2/avx2.h"
 #include "kernels/common/activation.h"
 #include "kernels/common/fma_gemm.h"
@@ -111,7 +112,7 @@ DTORCH_AVX2_INLINE void tile_finish(bool last, int nr, int64_t i0, int64_t j0, f
       else if (8 * v < nr)
         store_lanes(p + 8 * v, x, nr - 8 * v);
     }
-    if (kind != ActKind::kNone && !clamp) bias_activation(ep.act, 0.0f, p, nr);
+    if (kind != ActKind::kNone && !clamp) activate_rows(ep.act, p, nr);  // as activate() in registers
   }
 }
 

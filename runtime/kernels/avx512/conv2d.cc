@@ -497,8 +497,8 @@ void channel_tile(int64_t K, const float* a, const float* a2, const int64_t* off
     }
     if (!done) {
       for (int v = 0; v < (two ? 2 : 1); ++v) {
-        kernels::bias_activation(act, 0.0f, y + v * next, H * kLayoutBlock);
-        kernels::bias_activation(act, 0.0f, y2 + v * next, (MR - H) * kLayoutBlock);
+        k5::activate_rows(act, y + v * next, H * kLayoutBlock);
+        k5::activate_rows(act, y2 + v * next, (MR - H) * kLayoutBlock);
       }
     }
   } else {
@@ -523,9 +523,9 @@ void channel_tile(int64_t K, const float* a, const float* a2, const int64_t* off
           float* row2 = y2 + (16 * v + j) * ohw;
           const __m512 shifted = _mm512_maskz_permutexvar_ps(__mmask16{0xFFFF}, down, out);
           _mm512_mask_storeu_ps(row2, static_cast<__mmask16>(m2 >> H), shifted);
-          if (!done) kernels::bias_activation(act, 0.0f, row2, MR - H);
+          if (!done) k5::activate_rows(act, row2, MR - H);
         }
-        if (!done) kernels::bias_activation(act, 0.0f, row, one ? MR : H);
+        if (!done) k5::activate_rows(act, row, one ? MR : H);
       }
     }
   }
@@ -669,7 +669,7 @@ void depthwise_plane(const Geo& g, const float* xp, const float* wc, float b, fl
         bool done = false;
         const __m512 out = k5::activate(g.act, acc[r], &done);
         _mm512_mask_storeu_ps(y, mv, out);
-        if (!done) kernels::bias_activation(g.act, 0.0f, y, nv);
+        if (!done) k5::activate_rows(g.act, y, nv);
       }
     }
   }
@@ -732,7 +732,7 @@ struct DwFlat {
       bool done = false;
       const int n = __builtin_popcount(out[v]);
       _mm512_mask_storeu_ps(yp + 16 * v, out[v], k5::activate(g.act, acc, &done));
-      if (!done) kernels::bias_activation(g.act, 0.0f, yp + 16 * v, n);
+      if (!done) k5::activate_rows(g.act, yp + 16 * v, n);
     }
   }
 };
@@ -828,7 +828,7 @@ void Tiles::depthwise_blocked(ThreadPool* pool, const Geo& g, const float* x, co
       auto finish = [&](__m512 acc, float* o) {
         bool done = false;
         _mm512_storeu_ps(o, k5::activate(g.act, acc, &done));
-        if (!done) kernels::bias_activation(g.act, 0.0f, o, B);
+        if (!done) k5::activate_rows(g.act, o, B);
       };
       auto one = [&](int64_t ow) {  // a border position: +0 for the columns outside the row
         __m512 acc = b;

@@ -17,6 +17,7 @@
 
 #include "kernels/avx512/avx512.h"
 #include "kernels/avx512/gemm_avx512.h"
+#include "kernels/avx512/activation_avx512.h"
 #include "kernels/common/activation.h"
 #include "kernels/common/conv_geometry.h"
 #include "kernels/common/util.h"
@@ -24,18 +25,6 @@
 namespace dtorch {
 namespace kernels {
 namespace avx512 {
-
-// The clamp activations in registers (*done = true); others are applied to the stored row afterwards.
-inline __m512 activate(const Activation& a, __m512 v, bool* done) {
-  *done = true;
-  switch (a.kind) {
-    case ActKind::kNone: return v;
-    case ActKind::kRelu: return vmax(_mm512_setzero_ps(), v);
-    case ActKind::kRelu6: return vmin(_mm512_set1_ps(6.0f), vmax(_mm512_setzero_ps(), v));
-    case ActKind::kHardtanh: return vmin(_mm512_set1_ps(a.hi), vmax(_mm512_set1_ps(a.lo), v));
-    default: *done = false; return v;
-  }
-}
 
 constexpr int kDwChains = 8;              // 8 accumulators + 9 weights + the loads: within 32 zmm
 constexpr int kDwLoads = 4;               // loads per output vector and input row
@@ -121,7 +110,7 @@ DTORCH_AVX512_INLINE void dw3x3_block(const ConvGeometry& g, const float* xp, co
       bool done = false;
       const __m512 out = activate(g.act, acc[r][v], &done);
       _mm512_mask_storeu_ps(y, mask16(nv), out);
-      if (!done) bias_activation(g.act, 0.0f, y, nv);
+      if (!done) activate_rows(g.act, y, nv);
     }
   }
 }

@@ -17,6 +17,7 @@
 
 #include <cstdint>
 
+#include "kernels/avx512/activation_avx512.h"
 #include "kernels/avx512/avx512.h"
 #include "kernels/common/activation.h"
 #include "kernels/common/fma_gemm.h"
@@ -129,9 +130,9 @@ DTORCH_AVX512_INLINE void tile_finish(bool last, int64_t i0, float* C, int64_t l
     float* row = C + (i0 + r) * ldc;
     store_cols(row + cols.at[0], cols, 0, v0);
     store_cols(row + cols.at[1], cols, 1, v1);
-    if (kind != ActKind::kNone && !clamp) {
-      bias_activation(ep.act, 0.0f, row + cols.at[0], __builtin_popcount(cols.sm[0]));
-      bias_activation(ep.act, 0.0f, row + cols.at[1], __builtin_popcount(cols.sm[1]));
+    if (kind != ActKind::kNone && !clamp) {  // the others over the stored values, as activate() in registers
+      activate_rows(ep.act, row + cols.at[0], __builtin_popcount(cols.sm[0]));
+      activate_rows(ep.act, row + cols.at[1], __builtin_popcount(cols.sm[1]));
     }
   }
 }

@@ -236,3 +236,74 @@ def test_conv2d_fma_empty_output(kernel_set):
     x, w = np.zeros((0, 4, 5, 5), np.float32), np.ones((3, 4, 3, 3), np.float32)
     attrs = dict(stride=[1, 1], padding=[0, 0, 0, 0], dilation=[1, 1], groups=1)
     assert _C.run_kernel("conv2d", attrs, [x, w, None], kernel_set=kernel_set)[0].shape == (0, 3, 3, 3)
+
+
+# The fused activations in the FMA sets' registers (kernels/common/vector_activation.h): e^x by the sets' own
+# polynomial for sigmoid, tanh, silu and gelu_tanh (within the tolerance of portable, which uses libm), portable's
+# float operations for the clamps, leaky_relu, hardswish and hardsigmoid (its bits), portable's own function for gelu.
+# A 1x1 convolution with identity weights passes each input through, so the activation sees chosen values: both
+# tails of e^x, the overflow and underflow edges (|x| near 88, 104), infinities, NaN and signed zeros.
+_EXP_ACTS = ("sigmoid", "tanh", "silu", "gelu_tanh")
+_EXACT_ACTS = ("relu", "relu6", "hardtanh", "leaky_relu", "hardswish", "hardsigmoid", "gelu")
+
+
+def _identity_conv(c: int, values: np.ndarray, act: str):
+    """x, weights and attrs of a 1x1 convolution with identity weights and the fused activation `act`, each value
+    at its own position in every channel, the rest of the 9 x 9 map a ramp."""
+    h = w = 9
+    x = np.zeros((1, c, h, w), np.float32)
+    flat = x.reshape(c, -1)
+    flat[:, : values.size] = values[None, :]  # every channel sees each value at its own position
+    flat[:, values.size:] = np.linspace(-12.0, 12.0, h * w - values.size, dtype=np.float32)[None, :]
+    wt = np.eye(c, dtype=np.float32).reshape(c, c, 1, 1)
+    attrs = dict(stride=[1, 1], padding=[0, 0, 0, 0], dilation=[1, 1], groups=1, activation=act)
+    if act == "hardtanh":
+        attrs.update(min_val=-0.5, max_val=0.25)
+    if act == "leaky_relu":
+        attrs["alpha"] = 0.125
+    return x, wt, attrs
+
+
+_SPECIAL = np.array([0.0, -0.0, 1e-30, -1e-30, 1e-3, -1e-3, 0.5, -0.5, 3.0, -3.0, 15.0, -15.0, 44.0, -44.0, 87.0,
+                     -87.0, 88.5, -88.5, 89.5, -89.5, 103.0, -103.0, 110.0, -110.0, 1e30, -1e30, np.inf, -np.inf,
+                     np.nan], np.float32)
+
+
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+@pytest.mark.parametrize("act", _EXP_ACTS + _EXACT_ACTS)
+def test_fused_activations_in_registers(kernel_set, act):
+    x, wt, attrs = _identity_conv(32, _SPECIAL, act)
+    exact = _C.run_kernel("conv2d", attrs, [x, wt, None], kernel_set="portable")[0]
+    got = _C.run_kernel("conv2d", attrs, [x, wt, None], kernel_set=kernel_set)[0]
+    if act in _EXP_ACTS:
+        finite = np.isfinite(exact)
+        scale = max(1.0, float(np.abs(exact[finite]).max()))
+        np.testing.assert_allclose(got, exact, rtol=0, atol=1e-5 * scale)  # NaN where portable has NaN
+        np.testing.assert_array_equal(np.isinf(got), np.isinf(exact))
+        # Relative accuracy where the values are small: sigmoid's tail, silu and tanh near 0 (gelu_tanh's far
+        # negative tail is 1 + tanh cancelling in portable's formula too: absolute only).
+        if act != "gelu_tanh":
+            small = finite & (np.abs(exact) < 1e-3) & (exact != 0)
+            np.testing.assert_allclose(got[small], exact[small], rtol=2e-6)
+    else:
+        np.testing.assert_array_equal(got.view(np.uint32), exact.view(np.uint32))
+    # Blocked output (the tiles' registers) and NCHW output (the transposed tiles' rows) give the same bits, and
+    # so do threads.
+    for t in (1, 3):
+        for bi, bo in (([0], [0]), ([], [0]), ([0], [])):
+            again = _C.run_kernel("conv2d", attrs, [x, wt, None], kernel_set=kernel_set, threads=t, blocked_inputs=bi,
+                                  blocked_outputs=bo)[0]
+            np.testing.assert_array_equal(again.view(np.uint32), got.view(np.uint32))
+
+
+_WHY_BOTH = _WHY["avx512"] or _WHY["avx2"]
+
+
+@pytest.mark.skipif(bool(_WHY_BOTH), reason="needs both FMA sets: " + _WHY_BOTH)
+@pytest.mark.parametrize("act", _EXP_ACTS + _EXACT_ACTS)
+def test_fused_activations_agree_between_the_fma_sets(act):
+    """One definition over both sets' vector operations (16 and 8 lanes): the same bits, e^x's included."""
+    x, wt, attrs = _identity_conv(48, _SPECIAL, act)
+    a = _C.run_kernel("conv2d", attrs, [x, wt, None], kernel_set="avx512")[0]
+    v = _C.run_kernel("conv2d", attrs, [x, wt, None], kernel_set="avx2")[0]
+    np.testing.assert_array_equal(a.view(np.uint32), v.view(np.uint32))
