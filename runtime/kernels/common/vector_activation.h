@@ -21,6 +21,7 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
 
 #include "kernels/common/activation.h"
 
@@ -104,23 +105,34 @@ struct VectorActivations {
     return v;
   }
 
+  // Calls f(std::integral_constant<ActKind, K>{}) for k's vector form K and returns true, or returns false where
+  // there is none (none, gelu): the one list of the kinds apply() takes, for activate() and rows().
+  template <class F>
+  static DTORCH_VA_INLINE bool with_vector_form(ActKind k, F&& f) {
+    switch (k) {
+      case ActKind::kRelu: f(std::integral_constant<ActKind, ActKind::kRelu>{}); return true;
+      case ActKind::kRelu6: f(std::integral_constant<ActKind, ActKind::kRelu6>{}); return true;
+      case ActKind::kHardtanh: f(std::integral_constant<ActKind, ActKind::kHardtanh>{}); return true;
+      case ActKind::kLeakyRelu: f(std::integral_constant<ActKind, ActKind::kLeakyRelu>{}); return true;
+      case ActKind::kSigmoid: f(std::integral_constant<ActKind, ActKind::kSigmoid>{}); return true;
+      case ActKind::kTanh: f(std::integral_constant<ActKind, ActKind::kTanh>{}); return true;
+      case ActKind::kSilu: f(std::integral_constant<ActKind, ActKind::kSilu>{}); return true;
+      case ActKind::kHardswish: f(std::integral_constant<ActKind, ActKind::kHardswish>{}); return true;
+      case ActKind::kHardsigmoid: f(std::integral_constant<ActKind, ActKind::kHardsigmoid>{}); return true;
+      case ActKind::kGeluTanh: f(std::integral_constant<ActKind, ActKind::kGeluTanh>{}); return true;
+      default: return false;
+    }
+  }
+
   // The fused activation a of v in registers (*done = true), or v unchanged and *done = false for gelu.
   static DTORCH_VA_INLINE T activate(const Activation& a, T v, bool* done) {
     *done = true;
-    switch (a.kind) {
-      case ActKind::kNone: return v;
-      case ActKind::kRelu: return apply<ActKind::kRelu>(a, v);
-      case ActKind::kRelu6: return apply<ActKind::kRelu6>(a, v);
-      case ActKind::kHardtanh: return apply<ActKind::kHardtanh>(a, v);
-      case ActKind::kLeakyRelu: return apply<ActKind::kLeakyRelu>(a, v);
-      case ActKind::kSigmoid: return apply<ActKind::kSigmoid>(a, v);
-      case ActKind::kTanh: return apply<ActKind::kTanh>(a, v);
-      case ActKind::kSilu: return apply<ActKind::kSilu>(a, v);
-      case ActKind::kHardswish: return apply<ActKind::kHardswish>(a, v);
-      case ActKind::kHardsigmoid: return apply<ActKind::kHardsigmoid>(a, v);
-      case ActKind::kGeluTanh: return apply<ActKind::kGeluTanh>(a, v);
-      default: *done = false; return v;
-    }
+    if (a.kind == ActKind::kNone) return v;
+    T out = v;
+    *done = with_vector_form(a.kind, [&](auto k) __attribute__((always_inline)) {
+      out = apply<decltype(k)::value>(a, v);
+    });
+    return out;
   }
 
   // p[i] = a(p[i]) for i in [0, n): four independent vectors at a time (e^x's chain is long), then single ones and
@@ -143,20 +155,9 @@ struct VectorActivations {
 
   // p[i] = a(p[i]) for i in [0, n), as activate() in registers; gelu by portable's function.
   static void rows(const Activation& a, float* p, int64_t n) {
-    switch (a.kind) {
-      case ActKind::kNone: return;
-      case ActKind::kRelu: return rows_as<ActKind::kRelu>(a, p, n);
-      case ActKind::kRelu6: return rows_as<ActKind::kRelu6>(a, p, n);
-      case ActKind::kHardtanh: return rows_as<ActKind::kHardtanh>(a, p, n);
-      case ActKind::kLeakyRelu: return rows_as<ActKind::kLeakyRelu>(a, p, n);
-      case ActKind::kSigmoid: return rows_as<ActKind::kSigmoid>(a, p, n);
-      case ActKind::kTanh: return rows_as<ActKind::kTanh>(a, p, n);
-      case ActKind::kSilu: return rows_as<ActKind::kSilu>(a, p, n);
-      case ActKind::kHardswish: return rows_as<ActKind::kHardswish>(a, p, n);
-      case ActKind::kHardsigmoid: return rows_as<ActKind::kHardsigmoid>(a, p, n);
-      case ActKind::kGeluTanh: return rows_as<ActKind::kGeluTanh>(a, p, n);
-      default: bias_activation(a, 0.0f, p, n); return;
-    }
+    if (a.kind == ActKind::kNone) return;
+    if (!with_vector_form(a.kind, [&](auto k) { rows_as<decltype(k)::value>(a, p, n); }))
+      bias_activation(a, 0.0f, p, n);
   }
 };
 
