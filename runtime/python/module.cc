@@ -107,9 +107,7 @@ bool dtype_from_kind(const py::dtype& dt, DType* out) {
 // native '<' or '>' as '=').
 bool native_order(const py::dtype& dt) {
   const char b = dt.byteorder();
-  const uint16_t probe = 1;
-  const bool little = *reinterpret_cast<const uint8_t*>(&probe) == 1;
-  return b == '=' || b == '|' || b == (little ? '<' : '>');
+  return b == '=' || b == '|' || b == (__BYTE_ORDER__ == __ORDER_LITTLE_ENDIAN__ ? '<' : '>');
 }
 
 // A C-contiguous, native-byte-order array of a supported dtype, and a view of it.
