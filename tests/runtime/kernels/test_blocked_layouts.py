@@ -270,6 +270,24 @@ def test_x86_add_blocked_all_together(act):
 
 
 @needs_x86
+def test_x86_mul_blocked_forms():
+    """Same shapes: all three blocked together. A map times a channel scale (either side) or a single value: the map
+    and the output together, the scale or value never (it is read as C floats or one)."""
+    m, m2 = rand((2, 32, 5, 7), seed=1), rand((2, 32, 5, 7), seed=2)
+    s, s1 = rand((2, 32, 1, 1), seed=3), rand((1, 48, 1, 1), seed=4)
+    m48 = rand((1, 48, 3, 9), seed=5)
+    _same(_all_layouts("mul", {}, [m, m2], "x86", [([0, 1], [0])], threads=(1, 2, 3)), m * m2)
+    _same(_all_layouts("mul", {}, [m, s], "x86", [([0], [0])], threads=(1, 2, 3)), m * s)
+    _same(_all_layouts("mul", {}, [s1, m48], "x86", [([1], [0])], threads=(1, 2, 3)), s1 * m48)
+    v = np.array([0.125], np.float32)
+    _same(_all_layouts("mul", {}, [m, v], "x86", [([0], [0])], threads=(1, 2)), m * v)
+    with pytest.raises(RuntimeError, match="takes its tensors blocked all together or not at all"):
+        _C.run_kernel("mul", {}, [m, s], kernel_set="x86", blocked_inputs=[0])
+    with pytest.raises(RuntimeError, match="does not take these tensors blocked here"):
+        _C.run_kernel("mul", {}, [m, s], kernel_set="x86", blocked_inputs=[0, 1], blocked_outputs=[0])
+
+
+@needs_x86
 @pytest.mark.parametrize("case", [((3, 3), (2, 2), (1, 1), (1, 1)), ((2, 2), (2, 2), (0, 0), (1, 1)),
                                   ((3, 2), (1, 2), (1, 0), (2, 1))], ids=["3x3s2p1", "2x2s2", "dilated"])
 def test_x86_max_pool_blocked(case):

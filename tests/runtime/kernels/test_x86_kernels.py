@@ -13,7 +13,7 @@ import torch.nn.functional as F
 
 from .helpers import _C, assert_close, rand
 
-X86_OPS = ("add", "conv2d", "linear", "matmul", "max_pool2d")
+X86_OPS = ("add", "conv2d", "linear", "matmul", "max_pool2d", "mul")
 
 
 def _x86_active() -> tuple[bool, str]:
@@ -235,6 +235,45 @@ def test_add_x86_errors_are_portables():
         _C.run_kernel("add", {}, [np.zeros((2, 3), np.float32), np.zeros((4,), np.float32)], kernel_set="x86")
     with pytest.raises(Exception, match="activation"):
         _C.run_kernel("add", {"activation": "swish9"}, [np.zeros(3, np.float32)] * 2, kernel_set="x86")
+
+
+MUL = [((3, 5), (3, 5)), ((2, 3, 40001), (2, 3, 40001)), ((1, 3, 197, 64), (1,)), ((1, 3, 197, 64), ()),
+       ((), (5, 7)), ((1, 32, 7, 7), (1, 32, 1, 1)), ((2, 48, 5, 5), (2, 48, 1, 1)), ((2, 40, 9, 9), (1, 40, 1, 1)),
+       ((1, 24, 6, 6), (24, 1, 1)), ((2, 16, 1, 1), (2, 16, 3, 3)), ((4, 1), (1, 6)), ((0, 4), (0, 4)),
+       ((1, 32, 0, 5), (1, 32, 1, 1)), ((2, 5, 3, 3), (2, 1, 1, 1))]
+
+
+@pytest.mark.parametrize("shapes", MUL)
+def test_mul_x86_equals_portable(shapes):
+    """Same shapes, a single value either side and a map times a channel scale (N or 1, C, 1, 1) either side run the
+    vector loops; other broadcasts run portable's: one multiply per element, the same bits, any thread count."""
+    rng = np.random.default_rng(len(shapes[0]) * 10 + sum(shapes[1]))
+    a, b = rng.standard_normal(shapes[0], dtype=np.float32), rng.standard_normal(shapes[1], dtype=np.float32)
+    a, b = np.asarray(a, np.float32), np.asarray(b, np.float32)
+    np.testing.assert_array_equal(_check("mul", {}, [a, b]), a * b)
+
+
+def test_mul_x86_keeps_portable_nan_signed_zero_and_inf():
+    a = np.array([np.nan, -0.0, -0.0, 0.0, np.inf, -np.inf, 1e38, -3.0, 2.0, 1e-40] * 3, np.float32)
+    b = np.array([1.0, -0.0, 0.0, -0.0, 0.0, -np.inf, 1e38, 1.0, -5.0, 0.5] * 3, np.float32)
+    a.view(np.uint32)[20] = 0x7FC00123  # a NaN payload
+    one, ref = _both("mul", {}, [a, b])
+    assert one.tobytes() == ref.tobytes()
+    maps = np.array([-0.0, np.inf, np.nan, 3.0], np.float32).reshape(1, 4, 1, 1) * np.ones((1, 4, 2, 3), np.float32)
+    scale = np.array([0.0, 0.0, 2.0, -np.inf], np.float32).reshape(1, 4, 1, 1)
+    for inputs in ([maps, scale], [scale, maps], [maps, np.array(-0.0, np.float32)], [np.array([np.inf], np.float32), maps]):
+        one, ref = _both("mul", {}, inputs)
+        assert one.tobytes() == ref.tobytes()
+
+
+def test_mul_x86_errors_are_portables():
+    for inputs in ([np.zeros((2, 3), np.float32), np.zeros((4,), np.float32)],
+                   [np.zeros((1, 4, 2, 2), np.float32), np.zeros((1, 3, 1, 1), np.float32)]):
+        with pytest.raises(ValueError) as fast:
+            _C.run_kernel("mul", {}, inputs, kernel_set="x86")
+        with pytest.raises(ValueError) as ref:
+            _C.run_kernel("mul", {}, inputs, kernel_set="portable")
+        assert str(fast.value) == str(ref.value)
 
 
 def test_unknown_kernel_set_is_an_error():
