@@ -221,6 +221,41 @@ void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, in
   });
 }
 
+// The products of the set's linear and matmul kernels (kernels/common/fma_linear.h, fma_matmul.h): A packed in
+// panels of kMR rows; B either packed in panels of kNR columns (a linear's weight: a block is a copy of a slice of a
+// panel, zero columns included) or row-major in place (each block copied, zero columns past N).
+struct Products {
+  static constexpr int kRowPanel = kMR;
+  static constexpr int kColPanel = kNR;
+
+  static void gemm_packed(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, const float* bp,
+                          float* C, int64_t ldc, const Epilogue& ep) {
+    gemm(
+        pool, M, N, K, ap, kMR,
+        [bp, K](int64_t j0, int, int64_t k0, int64_t kc, float* dst) {
+          const float* src = bp + j0 * K + k0 * kNR;
+          for (int64_t i = 0; i < kc * kNR; i += 8) _mm256_store_ps(dst + i, _mm256_loadu_ps(src + i));
+        },
+        C, ldc, ep);
+  }
+
+  static void gemm_rows(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, const float* b,
+                        int64_t ldb, float* C, int64_t ldc, const Epilogue& ep) {
+    gemm(
+        pool, M, N, K, ap, kMR,
+        [b, ldb](int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) {
+          const RowMasks mk(nr);
+          for (int64_t r = 0; r < kc; ++r) {
+            const float* src = b + (k0 + r) * ldb + j0;
+            for (int v = 0; v < kNV; ++v)
+              _mm256_store_ps(dst + r * kNR + 8 * v,
+                              nr == kNR ? _mm256_loadu_ps(src + 8 * v) : _mm256_maskload_ps(src + 8 * v, mk.m[v]));
+          }
+        },
+        C, ldc, ep);
+  }
+};
+
 }  // namespace avx2
 }  // namespace kernels
 }  // namespace dtorch

@@ -260,6 +260,40 @@ void gemm(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, in
   gemm(pool, M, N, K, ap, P, fill, [](int64_t j0, int nr) { return Cols::normal(j0, nr); }, C, ldc, ep);
 }
 
+// The products of the set's linear and matmul kernels (kernels/common/fma_linear.h, fma_matmul.h): A packed in
+// panels of kMR rows; B either packed in panels of kNR columns (a linear's weight: a block of B is a slice of a
+// panel, read in place) or row-major in place (full column panels read as strided rows, a partial one copied into
+// the block buffer with zero columns).
+struct Products {
+  static constexpr int kRowPanel = kMR;
+  static constexpr int kColPanel = kNR;
+
+  static void gemm_packed(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, const float* bp,
+                          float* C, int64_t ldc, const Epilogue& ep) {
+    gemm(
+        pool, M, N, K, ap, kMR,
+        [bp, K](int64_t j0, int, int64_t k0, int64_t, float*) -> const float* { return bp + j0 * K + k0 * kNR; }, C,
+        ldc, ep);
+  }
+
+  static void gemm_rows(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, const float* b,
+                        int64_t ldb, float* C, int64_t ldc, const Epilogue& ep) {
+    gemm(
+        pool, M, N, K, ap, kMR,
+        [b, ldb](int64_t j0, int nr, int64_t k0, int64_t kc, float* buf) {
+          if (nr == kNR) return StridedRows{b + k0 * ldb + j0, ldb};
+          const __mmask16 m0 = mask16(nr), m1 = mask16(nr - 16);
+          for (int64_t r = 0; r < kc; ++r) {
+            const float* src = b + (k0 + r) * ldb + j0;
+            _mm512_store_ps(buf + r * kNR, _mm512_maskz_loadu_ps(m0, src));
+            _mm512_store_ps(buf + r * kNR + 16, _mm512_maskz_loadu_ps(m1, src + 16));
+          }
+          return StridedRows{buf, kNR};
+        },
+        C, ldc, ep);
+  }
+};
+
 }  // namespace avx512
 }  // namespace kernels
 }  // namespace dtorch

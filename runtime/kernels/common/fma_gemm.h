@@ -31,6 +31,18 @@ inline void pack_panels(const float* A, int64_t rs, int64_t cs, int64_t M, int64
   }
 }
 
+// pack_panels over all ceil(M / P) panels, split across the pool's threads when the operand is large enough to pay
+// for it (the packed bytes do not depend on the split).
+inline void pack_all_panels(ThreadPool* pool, const float* A, int64_t rs, int64_t cs, int64_t M, int64_t K, int64_t P,
+                            float* ap) {
+  const int64_t panels = ceil_div(M, P);
+  if (panels <= 1 || M * K < (int64_t{1} << 15)) {
+    pack_panels(A, rs, cs, M, K, P, 0, panels, ap);
+    return;
+  }
+  parallel_chunks(pool, panels, 1, [&](int64_t t0, int64_t t1) { pack_panels(A, rs, cs, M, K, P, t0, t1, ap); });
+}
+
 // A row-major B operand a GEMM reads in place (B[k][j] = p[k * ld + j]) for its whole column panels, or none
 // (p == nullptr: every block is filled).
 struct DirectB {

@@ -1,5 +1,6 @@
-// The portable float32 kernel an ISA set's kernel leaves its checks and the cases it does not cover to (kernels/x86,
-// kernels/avx512): found once by name in the registry, and an infer that is the portable kernel's.
+// The portable (or bit-exact) float32 kernel an ISA set's kernel leaves its checks and the cases it does not cover to
+// (kernels/x86, kernels/avx2, kernels/avx512): found once by name in the registry, and an infer that is the portable
+// kernel's.
 #pragma once
 
 #include "core/kernel.h"
@@ -25,6 +26,14 @@ Status portable_infer(const Attrs& attrs, const TensorView* in, int n_in, Shape*
   const KernelDef* p = portable_kernel<Op>();
   if (p == nullptr) return op_error(StatusCode::kInternal, Op, "the portable kernel is not registered");
   return p->infer(attrs, in, n_in, out, n_out, scratch_bytes);
+}
+
+// The bit-exact float32 kernel of the op named Op (the best of the sets the "exact" policy allows: x86 or portable),
+// to which an FMA set's kernel leaves its checks and the cases it does not cover.
+template <const char* Op>
+const KernelDef* exact_kernel() {
+  static const KernelDef* k = find_kernel(Op, DType::kFloat32, KernelPolicy::kExact);
+  return k;
 }
 
 }  // inline namespace DTORCH_ISA

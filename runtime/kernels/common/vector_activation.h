@@ -3,12 +3,11 @@
 // with the same operations in the same order: the same bits from either set.
 //
 // The clamps (relu, relu6, hardtanh), leaky_relu, hardswish and hardsigmoid are portable's float operations in
-// portable's order (kernels/common/activation.h): the same bits as portable. sigmoid, silu, tanh and gelu_tanh need
-// e^x, which portable takes from libm and which is exp() below here, so they are within the sets' tolerance of
-// portable (1e-5 x the output's scale; e^x's relative error is a few units in the last place) instead of equal.
-// gelu (erf) has no vector form here: activate() leaves it to its callers (*done = false), which apply portable's
-// function to the stored values, as rows() does. activate() in registers and rows() over memory run the same
-// function on every value, so every path of a set (blocked or NCHW output, tiles or the GEMM) gives the same result.
+// portable's order (kernels/common/activation.h): the same bits as portable. sigmoid, silu, tanh, gelu and gelu_tanh
+// need e^x, which portable takes from libm and which is exp() below here (gelu's erf: a fit of erfc around it), so
+// they are within the sets' tolerance of portable (1e-5 x the output's scale; e^x's relative error is a few units in
+// the last place) instead of equal. activate() in registers and rows() over memory run the same function on every
+// value, so every path of a set (blocked or NCHW output, tiles or the GEMM) gives the same result.
 //
 // Before: every activation but the clamps ran portable's scalar function per stored value (std::exp per element),
 // which made EfficientNet-B0 (silu after almost every convolution) 4.7x ONNX Runtime's time on the avx512 set.
@@ -44,6 +43,21 @@ struct VectorActivations {
     const T n = V::round(V::mul(x, V::set1(1.44269504088896341f)));
     T r = V::fnmadd(n, V::set1(0.693359375f), x);
     r = V::fnmadd(n, V::set1(-2.12194440e-4f), r);
+    return exp_reduced(r, n);
+  }
+
+  // e^(xh + xl) for xh + xl in [-103, 88] (no clamps) and |xl| < 2: as exp(), with xh (exactly representable, e.g. a
+  // rounded -z^2) reduced exactly by n ln2 before the smaller xl is added, so the result keeps e^x's relative accuracy
+  // where the sum itself would lose it (a float near -80 is only known to 4e-6).
+  static DTORCH_VA_INLINE T exp_sum(T xh, T xl) {
+    const T n = V::round(V::mul(V::add(xh, xl), V::set1(1.44269504088896341f)));
+    T r = V::fnmadd(n, V::set1(0.693359375f), xh);
+    r = V::fnmadd(n, V::set1(-2.12194440e-4f), r);
+    return exp_reduced(V::add(r, xl), n);
+  }
+
+  // e^r 2^n for |r| <= about ln2 / 2: the Taylor series of e^r to r^7, scaled.
+  static DTORCH_VA_INLINE T exp_reduced(T r, T n) {
     T p = V::set1(1.0f / 5040.0f);
     p = V::fmadd(p, r, V::set1(1.0f / 720.0f));
     p = V::fmadd(p, r, V::set1(1.0f / 120.0f));
@@ -77,13 +91,43 @@ struct VectorActivations {
     return V::select_lt(ax, V::set1(0.25f), near, far);
   }
 
+  // gelu (erf form) as x erfc(-x / sqrt2) / 2, with erfc(z) for z >= 0 as t e^(-z^2 + P(t)), t = 1 / (1 + z / 2)
+  // and P the degree-9 fit of Numerical Recipes' erfcc (relative error under 1.2e-7 for every z >= 0), and
+  // erfc(-z) = 2 - erfc(z): so x > 0 gives x (1 - h) and x <= 0 gives x h, with h = erfc(|x| / sqrt2) / 2 (0 for
+  // |x| >= 14, where it is below 1e-44). -z^2 = -x^2 / 2 is split exactly (x x rounded, plus its FMA residual; not
+  // from a rounded x / sqrt2, whose 6e-8 would grow to 5e-6 in e^-z^2 at z = 9) and e^(-z^2 + P) taken by exp_sum,
+  // so the negative tail keeps its relative accuracy (under 4e-7 against float64 down to the smallest normal
+  // results), unlike portable's (erf(x / sqrt2) + 1) x / 2, whose 1 + erf cancels for x below about -3; the two
+  // agree within the sets' tolerance. +inf gives +inf and -inf NaN (-inf x 0), as portable; NaN stays NaN.
+  static DTORCH_VA_INLINE T gelu(T x) {
+    const T one = V::set1(1.0f), zero = V::set1(0.0f), half = V::set1(0.5f), far = V::set1(14.0f);
+    const T ax = V::vmax(x, V::sub(zero, x));  // |x|; NaN stays NaN
+    const T xc = V::vmin(far, ax);
+    const T t = V::div(one, V::fmadd(V::set1(0.35355339059327376f), xc, one));  // 1 / (1 + z / 2)
+    T p = V::set1(0.17087277f);
+    p = V::fmadd(p, t, V::set1(-0.82215223f));
+    p = V::fmadd(p, t, V::set1(1.48851587f));
+    p = V::fmadd(p, t, V::set1(-1.13520398f));
+    p = V::fmadd(p, t, V::set1(0.27886807f));
+    p = V::fmadd(p, t, V::set1(-0.18628806f));
+    p = V::fmadd(p, t, V::set1(0.09678418f));
+    p = V::fmadd(p, t, V::set1(0.37409196f));
+    p = V::fmadd(p, t, V::set1(1.00002368f));
+    p = V::fmadd(p, t, V::set1(-1.26551223f));
+    const T sq = V::mul(xc, xc);                           // z^2 = x^2 / 2 = (sq + sq_lo) / 2 exactly
+    const T sq_lo = V::fmadd(xc, xc, V::sub(zero, sq));
+    const T e = exp_sum(V::mul(sq, V::set1(-0.5f)), V::fnmadd(sq_lo, half, p));
+    const T h = V::select_lt(ax, far, V::mul(V::mul(t, e), half), zero);
+    return V::select_gt(x, zero, V::mul(x, V::sub(one, h)), V::mul(x, h));
+  }
+
   // x < lo ? lo : (x > hi ? hi : x), NaN passing through: portable's hardtanh_f.
   static DTORCH_VA_INLINE T hardtanh(T x, float lo, float hi) {
     const T vlo = V::set1(lo), vhi = V::set1(hi);
     return V::select_lt(x, vlo, vlo, V::select_gt(x, vhi, vhi, x));
   }
 
-  // The fused activation K (any but gelu) of v; a holds its parameters.
+  // The fused activation K of v; a holds its parameters.
   template <ActKind K>
   static DTORCH_VA_INLINE T apply(const Activation& a, T v) {
     if constexpr (K == ActKind::kRelu) return V::vmax(V::set1(0.0f), v);
@@ -97,6 +141,7 @@ struct VectorActivations {
       return V::mul(V::mul(v, hardtanh(V::add(v, V::set1(3.0f)), 0.0f, 6.0f)), V::set1(1.0f / 6.0f));
     if constexpr (K == ActKind::kHardsigmoid)
       return V::mul(hardtanh(V::add(v, V::set1(3.0f)), 0.0f, 6.0f), V::set1(1.0f / 6.0f));
+    if constexpr (K == ActKind::kGelu) return gelu(v);
     if constexpr (K == ActKind::kGeluTanh) {  // ((tanh(0.79788456 (x + 0.044715 x x x)) + 1) x) 0.5
       const T cube = V::mul(V::mul(V::mul(V::set1(0.044715f), v), v), v);
       const T inner = V::mul(V::set1(0.79788456080286536f), V::add(v, cube));
@@ -106,7 +151,7 @@ struct VectorActivations {
   }
 
   // Calls f(std::integral_constant<ActKind, K>{}) for k's vector form K and returns true, or returns false where
-  // there is none (none, gelu): the one list of the kinds apply() takes, for activate() and rows().
+  // there is none (none): the one list of the kinds apply() takes, for activate() and rows().
   template <class F>
   static DTORCH_VA_INLINE bool with_vector_form(ActKind k, F&& f) {
     switch (k) {
@@ -119,12 +164,13 @@ struct VectorActivations {
       case ActKind::kSilu: f(std::integral_constant<ActKind, ActKind::kSilu>{}); return true;
       case ActKind::kHardswish: f(std::integral_constant<ActKind, ActKind::kHardswish>{}); return true;
       case ActKind::kHardsigmoid: f(std::integral_constant<ActKind, ActKind::kHardsigmoid>{}); return true;
+      case ActKind::kGelu: f(std::integral_constant<ActKind, ActKind::kGelu>{}); return true;
       case ActKind::kGeluTanh: f(std::integral_constant<ActKind, ActKind::kGeluTanh>{}); return true;
       default: return false;
     }
   }
 
-  // The fused activation a of v in registers (*done = true), or v unchanged and *done = false for gelu.
+  // The fused activation a of v in registers (*done = true; false only for a kind with no vector form).
   static DTORCH_VA_INLINE T activate(const Activation& a, T v, bool* done) {
     *done = true;
     if (a.kind == ActKind::kNone) return v;
@@ -153,7 +199,7 @@ struct VectorActivations {
     if (i < n) V::store_n(p + i, apply<K>(a, V::load_n(p + i, static_cast<int>(n - i))), static_cast<int>(n - i));
   }
 
-  // p[i] = a(p[i]) for i in [0, n), as activate() in registers; gelu by portable's function.
+  // p[i] = a(p[i]) for i in [0, n), as activate() in registers (a kind with no vector form: portable's function).
   static void rows(const Activation& a, float* p, int64_t n) {
     if (a.kind == ActKind::kNone) return;
     if (!with_vector_form(a.kind, [&](auto k) { rows_as<decltype(k)::value>(a, p, n); }))

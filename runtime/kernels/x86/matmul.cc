@@ -5,6 +5,7 @@
 // torch.matmul semantics (1-D promotion, batch broadcasting); shapes are checked by the portable infer. Each
 // product is the AVX2 6x16 GEMM on the operands in place (row-major B, masked loads on the right edge);
 // threads split (batch, output tile) units, so results do not depend on the thread count.
+#include "kernels/common/matmul_geometry.h"
 #include "kernels/common/util.h"
 #include "kernels/x86/gemm_avx2.h"
 #include "kernels/x86/x86.h"
@@ -14,38 +15,6 @@ namespace {
 
 using kernels::op_error;
 constexpr char kOp[] = "matmul";
-
-struct Geo {
-  int64_t m, k, n;
-  int nb;                                               // batch dims of the output
-  int64_t batch[kMaxDims], sa[kMaxDims], sb[kMaxDims];  // batch sizes, per-operand matrix strides (0: broadcast)
-  int64_t batches;
-};
-
-// The geometry of shapes the portable infer has accepted; false when they are not (then portable reports it).
-bool geometry(const Shape& a, const Shape& b, Geo* g) {
-  if (a.ndim < 1 || b.ndim < 1) return false;
-  g->m = a.ndim >= 2 ? a.dims[a.ndim - 2] : 1;
-  g->k = a.dims[a.ndim - 1];
-  g->n = b.ndim >= 2 ? b.dims[b.ndim - 1] : 1;
-  if (g->k != (b.ndim >= 2 ? b.dims[b.ndim - 2] : b.dims[0])) return false;
-  const int ba = a.ndim > 2 ? a.ndim - 2 : 0, bb = b.ndim > 2 ? b.ndim - 2 : 0;
-  g->nb = ba > bb ? ba : bb;
-  int64_t st_a = g->m * g->k, st_b = g->k * g->n;
-  g->batches = 1;
-  for (int i = g->nb - 1; i >= 0; --i) {
-    const int ia = i - (g->nb - ba), ib = i - (g->nb - bb);
-    const int64_t da = ia >= 0 ? a.dims[ia] : 1, db = ib >= 0 ? b.dims[ib] : 1;
-    if (da != db && da != 1 && db != 1) return false;
-    g->batch[i] = da == 1 ? db : da;
-    g->sa[i] = da == 1 ? 0 : st_a;
-    g->sb[i] = db == 1 ? 0 : st_b;
-    st_a *= da;
-    st_b *= db;
-    if (!kernels::checked_mul(g->batches, g->batch[i], &g->batches)) return false;
-  }
-  return true;
-}
 
 Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
   const KernelDef* p = kernels::portable_kernel<kOp>();
@@ -58,8 +27,8 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
   DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
   DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 2, 2));
-  Geo g{};
-  if (!geometry(in[0].shape, in[1].shape, &g)) {
+  kernels::MatmulGeo g{};
+  if (!kernels::matmul_geometry(in[0].shape, in[1].shape, &g)) {
     const KernelDef* p = kernels::portable_kernel<kOp>();
     if (p == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
     return p->run(ctx, in, n_in, out, n_out);  // the portable kernel reports the error
@@ -73,13 +42,8 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   kernels::parallel_chunks(ctx.pool, g.batches * per, 1, [&](int64_t u0, int64_t u1) {
     for (int64_t u = u0; u < u1; ++u) {
       const int64_t bi = u / per, t = u % per;
-      int64_t oa = 0, ob = 0, rem = bi;
-      for (int d = g.nb - 1; d >= 0; --d) {
-        const int64_t idx = rem % g.batch[d];
-        rem /= g.batch[d];
-        oa += idx * g.sa[d];
-        ob += idx * g.sb[d];
-      }
+      int64_t oa = 0, ob = 0;
+      g.offsets(bi, &oa, &ob);
       kernels::x86::gemm_nn_unit(t, g.m, g.n, g.k, a + oa, g.k, b + ob, g.n, false, c + bi * g.m * g.n, g.n, none);
     }
   });

@@ -238,13 +238,227 @@ def test_conv2d_fma_empty_output(kernel_set):
     assert _C.run_kernel("conv2d", attrs, [x, w, None], kernel_set=kernel_set)[0].shape == (0, 3, 3, 3)
 
 
+# linear and matmul on the sets' GEMMs (kernels/common/fma_linear.h, fma_matmul.h): rows and columns around the
+# register tiles (avx512 12 x 32, avx2 4 x 24), K across blocks of 256 (300 = 2 x 150, 513 = 3 x 171), leading batch
+# dims, a weight packed at load or at run time, and matmul's 1-D operands, batch broadcasting and many batches (one
+# product per thread).
+LINEAR = [  # (x shape, out features)
+    ((1, 7), 5), ((5, 1), 33), ((13, 64), 31), ((197, 192), 100), ((2, 3, 300), 64), ((1, 513), 1000),
+    ((25, 16), 48), ((4, 0), 7),
+]
+
+
+def _linear_ref64(x, w, b, act):
+    y = torch.tensor(x, dtype=torch.float64) @ torch.tensor(w, dtype=torch.float64).T
+    if b is not None:
+        y = y + torch.tensor(b, dtype=torch.float64)
+    return {"none": y, "relu": y.relu(), "gelu": F.gelu(y), "silu": F.silu(y)}[act].numpy(), y.numpy()
+
+
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+@pytest.mark.parametrize("case", LINEAR)
+@pytest.mark.parametrize("act", ["none", "relu", "gelu", "silu"])
+def test_linear_fma_within_tolerance_and_thread_invariant(kernel_set, case, act):
+    shape, m = case
+    rng = np.random.default_rng(sum(shape) * 13 + m)
+    x, w, b = rand(rng, *shape), rand(rng, m, shape[-1]), rand(rng, m)
+    attrs = dict(activation=act)
+    for bias in (b, None):
+        one = _C.run_kernel("linear", attrs, [x, w, bias], kernel_set=kernel_set)[0]
+        ref, pre = _linear_ref64(x, w, bias, act)
+        assert_close(one, ref, scale=float(np.abs(pre).max()) if pre.size else 1.0)
+        for t in (2, 3):
+            np.testing.assert_array_equal(_C.run_kernel("linear", attrs, [x, w, bias], threads=t,
+                                                        kernel_set=kernel_set)[0], one)
+        np.testing.assert_array_equal(_C.run_kernel("linear", attrs, [x, w, bias], kernel_set=kernel_set,
+                                                    prepare=False)[0], one)
+
+
+MATMUL = [  # (a shape, b shape)
+    ((197, 64), (64, 197)), ((3, 197, 64), (3, 64, 197)), ((2, 1, 5, 7), (3, 7, 33)), ((7,), (7, 9)),
+    ((5, 7), (7,)), ((7,), (7,)), ((16, 4, 8), (16, 8, 33)), ((13, 600), (600, 40)), ((2, 3, 0), (0, 4)),
+    ((4, 6, 9), (9, 24)), ((1, 9), (2, 9, 50)),
+]
+
+
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+@pytest.mark.parametrize("case", MATMUL)
+def test_matmul_fma_within_tolerance_and_thread_invariant(kernel_set, case):
+    sa, sb = case
+    rng = np.random.default_rng(sum(sa) * 7 + sum(sb))
+    a, b = rand(rng, *sa), rand(rng, *sb)
+    one = _C.run_kernel("matmul", {}, [a, b], kernel_set=kernel_set)[0]
+    ref = torch.matmul(torch.tensor(a, dtype=torch.float64), torch.tensor(b, dtype=torch.float64)).numpy()
+    assert_close(one, ref)
+    for t in (2, 3):
+        np.testing.assert_array_equal(_C.run_kernel("matmul", {}, [a, b], threads=t, kernel_set=kernel_set)[0], one)
+
+
+@pytest.mark.skipif(bool(_WHY["avx512"] or _WHY["avx2"]), reason="needs both FMA sets: " + (_WHY["avx512"] or _WHY["avx2"]))
+def test_linear_and_matmul_avx512_and_avx2_agree_bit_for_bit():
+    rng = np.random.default_rng(5)
+    for shape, m in LINEAR:
+        x, w, b = rand(rng, *shape), rand(rng, m, shape[-1]), rand(rng, m)
+        for act in ("none", "gelu"):
+            got = [_C.run_kernel("linear", dict(activation=act), [x, w, b], kernel_set=ks)[0] for ks in FMA_SETS]
+            np.testing.assert_array_equal(got[0].view(np.uint32), got[1].view(np.uint32))
+    for sa, sb in MATMUL:
+        a, b = rand(rng, *sa), rand(rng, *sb)
+        got = [_C.run_kernel("matmul", {}, [a, b], kernel_set=ks)[0] for ks in FMA_SETS]
+        np.testing.assert_array_equal(got[0].view(np.uint32), got[1].view(np.uint32))
+
+
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+def test_linear_and_matmul_fma_errors_are_the_portable_errors(kernel_set):
+    bad = [
+        ("linear", {}, [np.zeros((2, 5), np.float32), np.zeros((3, 4), np.float32), None]),   # K mismatch
+        ("linear", {}, [np.zeros((2, 4), np.float32), np.zeros((3, 4), np.float32), np.zeros(2, np.float32)]),
+        ("linear", {}, [np.zeros((2, 4), np.float32), np.zeros((3, 4, 1), np.float32), None]),
+        ("linear", dict(activation="swish"), [np.zeros((2, 4), np.float32), np.zeros((3, 4), np.float32), None]),
+        ("matmul", {}, [np.zeros((2, 5), np.float32), np.zeros((4, 3), np.float32)]),
+        ("matmul", {}, [np.zeros((2, 2, 5), np.float32), np.zeros((3, 5, 3), np.float32)]),
+        ("matmul", {}, [np.zeros((), np.float32), np.zeros((3,), np.float32)]),
+    ]
+    for op, attrs, inputs in bad:
+        with pytest.raises(ValueError) as fast:
+            _C.run_kernel(op, attrs, inputs, kernel_set=kernel_set)
+        with pytest.raises(ValueError) as ref:
+            _C.run_kernel(op, attrs, inputs, kernel_set="portable")
+        assert str(fast.value) == str(ref.value)
+
+
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+def test_linear_fma_nan_and_inf_propagate(kernel_set):
+    x = np.ones((3, 40), np.float32)
+    x[0, 5], x[1, 39] = np.nan, np.inf
+    w = np.ones((50, 40), np.float32)
+    got = _C.run_kernel("linear", {}, [x, w, None], kernel_set=kernel_set)[0]
+    assert np.isnan(got[0]).all() and np.isposinf(got[1]).all() and (got[2] == 40.0).all()
+
+
+# softmax along a contiguous dim in the FMA sets (kernels/common/vector_softmax.h): rows shorter than a vector, around
+# the 16-element groups and the 1024-element flushes of the float sums; other dims go to portable (its bits).
+SOFTMAX = [((3, 1), -1), ((2, 7), -1), ((4, 16), 1), ((5, 17), -1), ((3, 197, 197), -1), ((2, 1024), -1),
+           ((1, 1030), -1), ((2, 5000), -1), ((2, 3, 4), 1), ((0, 5), -1)]
+
+
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+@pytest.mark.parametrize("case", SOFTMAX)
+def test_softmax_fma_within_tolerance_and_thread_invariant(kernel_set, case):
+    shape, dim = case
+    rng = np.random.default_rng(sum(shape) + dim)
+    x = (rand(rng, *shape) * 8.0).astype(np.float32)
+    one = _C.run_kernel("softmax", dict(dim=dim), [x], kernel_set=kernel_set)[0]
+    ref = torch.softmax(torch.tensor(x, dtype=torch.float64), dim=dim).numpy()
+    assert_close(one, ref)
+    if x.size:
+        assert np.allclose(one.sum(axis=dim), 1.0, atol=1e-5)
+    for t in (2, 3):
+        np.testing.assert_array_equal(_C.run_kernel("softmax", dict(dim=dim), [x], threads=t,
+                                                    kernel_set=kernel_set)[0], one)
+    if dim != -1 and dim != len(shape) - 1:  # not a contiguous dim: the portable kernel's bits
+        np.testing.assert_array_equal(one, _C.run_kernel("softmax", dict(dim=dim), [x], kernel_set="portable")[0])
+
+
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+def test_softmax_fma_special_rows_are_portable_s(kernel_set):
+    """A row of -inf gives NaN (0 / 0), a row holding +inf NaN where it is inf and 0 elsewhere (its maximum counts as
+    0), a NaN makes its row NaN, a huge spread underflows to exact zeros: as portable."""
+    inf, nan = np.inf, np.nan
+    x = np.array([[-inf] * 20, [1.0, inf] + [2.0] * 18, [0.0] * 10 + [nan] + [0.0] * 9,
+                  [0.0] * 19 + [-200.0], [-inf] * 19 + [3.0], [5.0] * 20], np.float32)
+    got = _C.run_kernel("softmax", dict(dim=-1), [x], kernel_set=kernel_set)[0]
+    want = _C.run_kernel("softmax", dict(dim=-1), [x], kernel_set="portable")[0]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-6)
+    assert got[3, 19] == 0.0 and got[4, 19] == 1.0 and (got[4, :19] == 0.0).all()
+
+
+@pytest.mark.skipif(bool(_WHY["avx512"] or _WHY["avx2"]), reason="needs both FMA sets: " + (_WHY["avx512"] or _WHY["avx2"]))
+def test_softmax_avx512_and_avx2_agree_bit_for_bit():
+    rng = np.random.default_rng(11)
+    for shape, dim in SOFTMAX:
+        x = (rand(rng, *shape) * 8.0).astype(np.float32)
+        got = [_C.run_kernel("softmax", dict(dim=dim), [x], kernel_set=ks)[0] for ks in FMA_SETS]
+        np.testing.assert_array_equal(got[0].view(np.uint32), got[1].view(np.uint32))
+
+
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+def test_softmax_fma_errors_are_the_portable_errors(kernel_set):
+    for attrs, inputs in ((dict(dim=2), [np.zeros((2, 3), np.float32)]),
+                          (dict(dim=-3), [np.zeros((2, 3), np.float32)]), (dict(dim=1), [np.zeros((), np.float32)])):
+        with pytest.raises(ValueError) as fast:
+            _C.run_kernel("softmax", attrs, inputs, kernel_set=kernel_set)
+        with pytest.raises(ValueError) as ref:
+            _C.run_kernel("softmax", attrs, inputs, kernel_set="portable")
+        assert str(fast.value) == str(ref.value)
+
+
+# layer_norm in the FMA sets (kernels/common/vector_layer_norm.h): rows shorter than a vector, around the 16-element
+# groups and the 1024-element flushes, over one or more trailing dims, with and without weight and bias.
+LAYER_NORM = [((197, 192), 1), ((2, 5, 7), 2), ((3, 1), 1), ((4, 1030), 1), ((2, 3, 16), 1), ((0, 8), 1),
+              ((3, 2, 2, 9), 3)]
+
+
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+@pytest.mark.parametrize("case", LAYER_NORM)
+def test_layer_norm_fma_within_tolerance_and_thread_invariant(kernel_set, case):
+    shape, nd = case
+    rng = np.random.default_rng(sum(shape) + nd)
+    x = (rand(rng, *shape) * 3.0 + 5.0).astype(np.float32)  # an offset mean: the variance's cancellation
+    norm = shape[len(shape) - nd:]
+    w, b = rand(rng, *norm), rand(rng, *norm)
+    attrs = dict(normalized_ndim=nd, eps=1e-5)
+    for wb in ((w, b), (w, None), (None, None)):
+        one = _C.run_kernel("layer_norm", attrs, [x, *wb], kernel_set=kernel_set)[0]
+        ref = F.layer_norm(torch.tensor(x, dtype=torch.float64), norm,
+                           None if wb[0] is None else torch.tensor(wb[0], dtype=torch.float64),
+                           None if wb[1] is None else torch.tensor(wb[1], dtype=torch.float64), eps=1e-5).numpy()
+        assert_close(one, ref)
+        exact = _C.run_kernel("layer_norm", attrs, [x, *wb], kernel_set="portable")[0]
+        np.testing.assert_allclose(one, exact, rtol=0, atol=2e-6 * max(1.0, float(np.abs(exact).max(initial=0))))
+        for t in (2, 3):
+            np.testing.assert_array_equal(_C.run_kernel("layer_norm", attrs, [x, *wb], threads=t,
+                                                        kernel_set=kernel_set)[0], one)
+
+
+@pytest.mark.skipif(bool(_WHY["avx512"] or _WHY["avx2"]), reason="needs both FMA sets: " + (_WHY["avx512"] or _WHY["avx2"]))
+def test_layer_norm_avx512_and_avx2_agree_bit_for_bit():
+    rng = np.random.default_rng(12)
+    for shape, nd in LAYER_NORM:
+        x = rand(rng, *shape)
+        norm = shape[len(shape) - nd:]
+        w, b = rand(rng, *norm), rand(rng, *norm)
+        got = [_C.run_kernel("layer_norm", dict(normalized_ndim=nd, eps=1e-5), [x, w, b], kernel_set=ks)[0]
+               for ks in FMA_SETS]
+        np.testing.assert_array_equal(got[0].view(np.uint32), got[1].view(np.uint32))
+
+
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+def test_layer_norm_fma_special_values_and_errors_are_portable_s(kernel_set):
+    x = np.array([[1.0, 2.0, np.nan, 4.0], [np.inf, 0.0, 1.0, 2.0], [3.0, 3.0, 3.0, 3.0]], np.float32)
+    attrs = dict(normalized_ndim=1, eps=1e-5)
+    got = _C.run_kernel("layer_norm", attrs, [x], kernel_set=kernel_set)[0]
+    want = _C.run_kernel("layer_norm", attrs, [x], kernel_set="portable")[0]
+    np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
+    assert (got[2] == 0.0).all()  # a constant row: (x - mean) is exactly 0
+    for attrs, inputs in ((dict(normalized_ndim=3, eps=1e-5), [x]),
+                          (dict(normalized_ndim=1, eps=1e-5), [x, np.ones(3, np.float32)]),
+                          (dict(normalized_ndim=1, eps=1e-5), [x, None, np.ones(5, np.float32)])):
+        with pytest.raises(ValueError) as fast:
+            _C.run_kernel("layer_norm", attrs, inputs, kernel_set=kernel_set)
+        with pytest.raises(ValueError) as ref:
+            _C.run_kernel("layer_norm", attrs, inputs, kernel_set="portable")
+        assert str(fast.value) == str(ref.value)
+
+
 # The fused activations in the FMA sets' registers (kernels/common/vector_activation.h): e^x by the sets' own
-# polynomial for sigmoid, tanh, silu and gelu_tanh (within the tolerance of portable, which uses libm), portable's
-# float operations for the clamps, leaky_relu, hardswish and hardsigmoid (its bits), portable's own function for gelu.
+# polynomial for sigmoid, tanh, silu, gelu_tanh and gelu (erf through a fit of erfc; within the tolerance of portable,
+# which uses libm), portable's float operations for the clamps, leaky_relu, hardswish and hardsigmoid (its bits).
 # A 1x1 convolution with identity weights passes each input through, so the activation sees chosen values: both
 # tails of e^x, the overflow and underflow edges (|x| near 88, 104), infinities, NaN and signed zeros.
-_EXP_ACTS = ("sigmoid", "tanh", "silu", "gelu_tanh")
-_EXACT_ACTS = ("relu", "relu6", "hardtanh", "leaky_relu", "hardswish", "hardsigmoid", "gelu")
+_EXP_ACTS = ("sigmoid", "tanh", "silu", "gelu_tanh", "gelu")
+_EXACT_ACTS = ("relu", "relu6", "hardtanh", "leaky_relu", "hardswish", "hardsigmoid")
 
 
 def _identity_conv(c: int, values: np.ndarray, act: str):
@@ -280,9 +494,9 @@ def test_fused_activations_in_registers(kernel_set, act):
         scale = max(1.0, float(np.abs(exact[finite]).max()))
         np.testing.assert_allclose(got, exact, rtol=0, atol=1e-5 * scale)  # NaN where portable has NaN
         np.testing.assert_array_equal(np.isinf(got), np.isinf(exact))
-        # Relative accuracy where the values are small: sigmoid's tail, silu and tanh near 0 (gelu_tanh's far
-        # negative tail is 1 + tanh cancelling in portable's formula too: absolute only).
-        if act != "gelu_tanh":
+        # Relative accuracy where the values are small: sigmoid's tail, silu and tanh near 0 (the gelus' far
+        # negative tails are 1 + tanh and 1 + erf cancelling in portable's formulas: absolute only).
+        if act not in ("gelu_tanh", "gelu"):
             small = finite & (np.abs(exact) < 1e-3) & (exact != 0)
             np.testing.assert_allclose(got[small], exact[small], rtol=2e-6)
     else:
@@ -294,6 +508,23 @@ def test_fused_activations_in_registers(kernel_set, act):
             again = _C.run_kernel("conv2d", attrs, [x, wt, None], kernel_set=kernel_set, threads=t, blocked_inputs=bi,
                                   blocked_outputs=bo)[0]
             np.testing.assert_array_equal(again.view(np.uint32), got.view(np.uint32))
+
+
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+def test_fused_gelu_is_relatively_accurate_in_both_tails(kernel_set):
+    """gelu (erf) in registers against float64: relative error within 1e-6 wherever the result is a normal float,
+    the negative tail included (x down to -13, where portable's 1 + erf has long cancelled to 0)."""
+    import math
+
+    x = np.concatenate([np.linspace(-13.0, 13.0, 2001, dtype=np.float32), _SPECIAL[:10]]).reshape(-1, 1)
+    # A linear with a 1 x 1 unit weight passes each value to its epilogue unchanged.
+    got = _C.run_kernel("linear", dict(activation="gelu"), [x, np.ones((1, 1), np.float32), None],
+                        kernel_set=kernel_set)[0].ravel()
+    xs = x.ravel().astype(np.float64)
+    want = np.array([v * 0.5 * math.erfc(-v / math.sqrt(2.0)) for v in xs])
+    normal = np.abs(want) >= np.finfo(np.float32).tiny
+    np.testing.assert_allclose(got[normal], want[normal], rtol=1e-6)
+    assert np.all(np.abs(got[~normal]) < 1e-37)
 
 
 _WHY_BOTH = _WHY["avx512"] or _WHY["avx2"]

@@ -1,0 +1,13 @@
+// layer_norm, the avx2 kernel set (kernels/avx2/avx2.h): kernels/common/vector_layer_norm.h over this set's vectors
+// (kernels/avx2/activation_avx2.h's V256), the same bits as the other FMA set; every error and what it does not take
+// go to the portable kernel. Tolerance: the set's (1e-5 x output scale).
+#include "kernels/avx2/activation_avx2.h"
+#include "kernels/avx2/avx2.h"
+#include "kernels/common/vector_layer_norm.h"
+
+namespace dtorch {
+namespace {
+using Kernel = kernels::FmaLayerNorm<kernels::avx2::V256>;
+}  // namespace
+DTORCH_REGISTER_AVX2_KERNEL(layer_norm, DType::kFloat32, Kernel::infer, Kernel::run, nullptr);
+}  // namespace dtorch

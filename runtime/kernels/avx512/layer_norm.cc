@@ -1,0 +1,13 @@
+// layer_norm, the avx512 kernel set (kernels/avx512/avx512.h): kernels/common/vector_layer_norm.h over this set's vectors
+// (kernels/avx512/activation_avx512.h's V512), the same bits as the other FMA set; every error and what it does not take
+// go to the portable kernel. Tolerance: the set's (1e-5 x output scale).
+#include "kernels/avx512/activation_avx512.h"
+#include "kernels/avx512/avx512.h"
+#include "kernels/common/vector_layer_norm.h"
+
+namespace dtorch {
+namespace {
+using Kernel = kernels::FmaLayerNorm<kernels::avx512::V512>;
+}  // namespace
+DTORCH_REGISTER_AVX512_KERNEL(layer_norm, DType::kFloat32, Kernel::infer, Kernel::run, nullptr);
+}  // namespace dtorch
