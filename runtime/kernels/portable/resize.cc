@@ -471,6 +471,8 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   const Table& last = tab[L];
   const float ev = p.extrapolation;
   const int64_t grain = width >= 4096 ? 1 : 4096 / width;
+  bool lv2 = !last.identity && last.n == 2;  // the last dimension has 2 taps and extrapolates nowhere
+  for (int64_t j = 0; lv2 && j < width; ++j) lv2 = last.flag[j] != kExtrapolated;
   kernels::parallel_chunks(ctx.pool, rows, grain, [&](int64_t r0, int64_t r1) {
     for (int64_t row = r0; row < r1; ++row) {
       // The outer coordinates of this row (every dimension but the last).
@@ -515,6 +517,22 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
         std::memcpy(yr, xb, static_cast<size_t>(width) * sizeof(float));
       } else if (m == 0) {
         for (int64_t j = 0; j < width; ++j) yr[j] = last.flag[j] == kExtrapolated ? ev : inner_sum(last, j, xb);
+      } else if (m == 1 && lv2 && levels[0].n == 2) {
+        // Bilinear (2 x 2 taps, nothing extrapolated in the row): the general loop's operations in its order, without
+        // its per-element branches and tap loops (UNet's 2x upsampling: 1.19 -> 0.3 ms).
+        const Level& lv = levels[0];
+        const float* x0 = xb + lv.off[0];
+        const float* x1 = xb + lv.off[1];
+        const float v0 = lv.w[0], v1 = lv.w[1];
+        const int64_t* o = last.off;
+        const float* w = last.w;
+        for (int64_t j = 0; j < width; ++j) {
+          const int64_t a = o[2 * j], b = o[2 * j + 1];
+          const float wa = w[2 * j], wb = w[2 * j + 1];
+          const float s0 = wa * x0[a] + wb * x0[b];
+          const float s1 = wa * x1[a] + wb * x1[b];
+          yr[j] = v0 * s0 + v1 * s1;
+        }
       } else if (m == 1) {
         const Level& lv = levels[0];
         for (int64_t j = 0; j < width; ++j) {

@@ -452,6 +452,68 @@ def test_layer_norm_fma_special_values_and_errors_are_portable_s(kernel_set):
         assert str(fast.value) == str(ref.value)
 
 
+# conv_transpose2d in the FMA sets (kernels/common/fma_conv_transpose.h): the columns by the set's GEMM (rows =
+# Og*kh*kw around the register tiles, H*W around the column panels), portable's col2im: strides, padding, output
+# padding, dilation, groups, batches, a fused activation.
+CONV_T = [  # (N, C, H, W, Og, kh, kw, stride, padding, output_padding, dilation, groups, act)
+    (1, 128, 16, 16, 64, 2, 2, (2, 2), (0, 0), (0, 0), (1, 1), 1, "none"),   # UNet's up-convolution
+    (2, 6, 7, 9, 5, 3, 3, (2, 1), (1, 0), (1, 0), (1, 1), 1, "relu"),
+    (1, 8, 5, 5, 3, 3, 2, (3, 2), (2, 1), (2, 1), (2, 1), 2, "silu"),
+    (1, 4, 1, 1, 7, 4, 4, (1, 1), (0, 0), (0, 0), (1, 1), 1, "none"),
+    (1, 33, 12, 10, 13, 1, 1, (1, 1), (0, 0), (0, 0), (1, 1), 1, "none"),
+]
+
+
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+@pytest.mark.parametrize("case", CONV_T)
+def test_conv_transpose2d_fma_within_tolerance_and_thread_invariant(kernel_set, case):
+    n, c, h, w, og, kh, kw, stride, pad, opad, dil, groups, act = case
+    rng = np.random.default_rng(c * 3 + h + og)
+    x, wt, b = rand(rng, n, c, h, w), rand(rng, c, og, kh, kw), rand(rng, og * groups)
+    attrs = dict(stride=list(stride), padding=list(pad), output_padding=list(opad), dilation=list(dil),
+                 groups=groups, activation=act)
+    for bias in (b, None):
+        one = _C.run_kernel("conv_transpose2d", attrs, [x, wt, bias], kernel_set=kernel_set)[0]
+        pre = F.conv_transpose2d(torch.tensor(x, dtype=torch.float64), torch.tensor(wt, dtype=torch.float64),
+                                 None if bias is None else torch.tensor(bias, dtype=torch.float64), stride=stride,
+                                 padding=pad, output_padding=opad, groups=groups, dilation=dil)
+        ref = {"none": pre, "relu": pre.relu(), "silu": F.silu(pre)}[act].numpy()
+        assert_close(one, ref, scale=float(np.abs(pre.numpy()).max()))
+        for t in (2, 3):
+            np.testing.assert_array_equal(_C.run_kernel("conv_transpose2d", attrs, [x, wt, bias], threads=t,
+                                                        kernel_set=kernel_set)[0], one)
+        np.testing.assert_array_equal(_C.run_kernel("conv_transpose2d", attrs, [x, wt, bias], kernel_set=kernel_set,
+                                                    prepare=False)[0], one)
+
+
+@pytest.mark.skipif(bool(_WHY["avx512"] or _WHY["avx2"]), reason="needs both FMA sets: " + (_WHY["avx512"] or _WHY["avx2"]))
+def test_conv_transpose2d_avx512_and_avx2_agree_bit_for_bit():
+    rng = np.random.default_rng(13)
+    for n, c, h, w, og, kh, kw, stride, pad, opad, dil, groups, act in CONV_T:
+        x, wt = rand(rng, n, c, h, w), rand(rng, c, og, kh, kw)
+        attrs = dict(stride=list(stride), padding=list(pad), output_padding=list(opad), dilation=list(dil),
+                     groups=groups, activation=act)
+        got = [_C.run_kernel("conv_transpose2d", attrs, [x, wt, None], kernel_set=ks)[0] for ks in FMA_SETS]
+        np.testing.assert_array_equal(got[0].view(np.uint32), got[1].view(np.uint32))
+
+
+@pytest.mark.parametrize("kernel_set", KERNEL_SETS)
+def test_conv_transpose2d_fma_errors_are_the_portable_errors(kernel_set):
+    base = dict(stride=[2, 2], padding=[0, 0], output_padding=[0, 0], dilation=[1, 1], groups=1)
+    x = np.zeros((1, 4, 3, 3), np.float32)
+    bad = [(base, [x, np.zeros((3, 2, 2, 2), np.float32), None]),                      # channels mismatch
+           (dict(base, groups=3), [x, np.zeros((4, 2, 2, 2), np.float32), None]),     # groups do not divide C
+           (dict(base, output_padding=[2, 0]), [x, np.zeros((4, 2, 2, 2), np.float32), None]),
+           (base, [x, np.zeros((4, 2, 2, 2), np.float32), np.zeros(3, np.float32)]),  # bias length
+           (dict(base, padding=[4, 4]), [x, np.zeros((4, 2, 2, 2), np.float32), None])]  # empty output
+    for attrs, inputs in bad:
+        with pytest.raises(ValueError) as fast:
+            _C.run_kernel("conv_transpose2d", attrs, inputs, kernel_set=kernel_set)
+        with pytest.raises(ValueError) as ref:
+            _C.run_kernel("conv_transpose2d", attrs, inputs, kernel_set="portable")
+        assert str(fast.value) == str(ref.value)
+
+
 # The fused activations in the FMA sets' registers (kernels/common/vector_activation.h): e^x by the sets' own
 # polynomial for sigmoid, tanh, silu, gelu_tanh and gelu (erf through a fit of erfc; within the tolerance of portable,
 # which uses libm), portable's float operations for the clamps, leaky_relu, hardswish and hardsigmoid (its bits).
