@@ -228,6 +228,8 @@ struct Products {
   static constexpr int kRowPanel = kMR;
   static constexpr int kColPanel = kNR;
 
+  static void activate(const Activation& a, float* p, int64_t n) { activate_rows(a, p, n); }
+
   static void gemm_packed(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, const float* bp,
                           float* C, int64_t ldc, const Epilogue& ep) {
     gemm(

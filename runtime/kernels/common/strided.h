@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <cstring>
 
 #include "kernels/common/util.h"
 
@@ -22,17 +23,28 @@ inline void strided_copy(ThreadPool* pool, const Shape& o, const T* x, int64_t o
   const int64_t cols = o.dims[last], cs = strides[last];
   const int64_t rows = o.numel() / cols;
   parallel_chunks(pool, rows, 64, [&](int64_t r0, int64_t r1) {
+    // The row's outer multi-index, found once per chunk by division and then stepped like an odometer (a division
+    // per dimension per row cost more than copying a row of 64 floats: ViT-Tiny's 97 permutes took 2.0 ms).
+    int64_t idx[kMaxDims] = {};
+    int64_t off = offset, rem = r0;
+    for (int d = last - 1; d >= 0; --d) {
+      idx[d] = rem % o.dims[d];
+      rem /= o.dims[d];
+      off += idx[d] * strides[d];
+    }
     for (int64_t r = r0; r < r1; ++r) {
-      int64_t off = offset, rem = r;
-      for (int d = last - 1; d >= 0; --d) {
-        off += (rem % o.dims[d]) * strides[d];
-        rem /= o.dims[d];
-      }
       T* yr = y + r * cols;
+      const T* xr = x + off;
       if (cs == 1) {
-        for (int64_t j = 0; j < cols; ++j) yr[j] = x[off + j];
+        std::memcpy(yr, xr, static_cast<size_t>(cols) * sizeof(T));  // (the output never overlaps the input)
       } else {
-        for (int64_t j = 0; j < cols; ++j) yr[j] = x[off + j * cs];
+        for (int64_t j = 0; j < cols; ++j) yr[j] = xr[j * cs];
+      }
+      for (int d = last - 1; d >= 0; --d) {  // the next row
+        off += strides[d];
+        if (++idx[d] < o.dims[d]) break;
+        off -= idx[d] * strides[d];
+        idx[d] = 0;
       }
     }
   });
