@@ -23,9 +23,12 @@ namespace dtorch {
 namespace kernels {
 inline namespace DTORCH_ISA {
 
+// The operator's name, at namespace scope: a template argument of portable_kernel / exact_kernel.
+inline constexpr char kConvTransposeOp[] = "conv_transpose2d";
+
 template <class Set>
 struct FmaConvTranspose {
-  static constexpr char kOp[] = "conv_transpose2d";
+  static constexpr const char* kOp = kConvTransposeOp;
   using Geo = ConvTransposeGeo;
 
   // Floats of one group's packed w_g^T (rows = Og*kh*kw, K = Cg), a multiple of 16 (each stays 64-byte aligned).
@@ -35,7 +38,7 @@ struct FmaConvTranspose {
 
   static Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out,
                       size_t* scratch_bytes) {
-    DTORCH_RETURN_IF_ERROR(portable_infer<kOp>(attrs, in, n_in, out, n_out, scratch_bytes));
+    DTORCH_RETURN_IF_ERROR(portable_infer<kConvTransposeOp>(attrs, in, n_in, out, n_out, scratch_bytes));
     Geo g{};
     DTORCH_RETURN_IF_ERROR(conv_transpose_geometry(attrs, in, n_in, &g));
     int64_t packed = 0;

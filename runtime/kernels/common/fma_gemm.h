@@ -4,6 +4,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/activation.h"
 #include "kernels/common/gemm.h"
 #include "kernels/common/util.h"
 
@@ -125,6 +126,46 @@ struct BlockedGemm {
   static void run(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, DirectB direct, Fill&& fill,
                   float* C, int64_t ldc, const Epilogue& ep) {
     gemm_blocks<MR, NR, KC>(pool, M, N, K, ap, direct, fill, C, ldc, ep, Tile);
+  }
+};
+
+// The products of the linear, matmul and conv_transpose2d kernels (kernels/common/fma_linear.h, fma_matmul.h,
+// fma_conv_transpose.h) for a set whose GEMM is a BlockedGemm G (neon64, neon32, rvv): A packed in panels of G::kMR
+// rows; B packed in panels of G::kNR columns (a linear's weight: each block copied from a slice of a panel, zero
+// columns included) or row-major in place (whole column panels read there, a partial one copied with zero columns).
+// A fused activation other than G's epilogue's is portable's function on each value (these sets have no vector
+// activations).
+template <class G>
+struct BlockedProducts {
+  static constexpr int kRowPanel = G::kMR;
+  static constexpr int kColPanel = G::kNR;
+
+  static void gemm_packed(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, const float* bp,
+                          float* C, int64_t ldc, const Epilogue& ep) {
+    G::run(
+        pool, M, N, K, ap, DirectB{},
+        [bp, K](int64_t j0, int, int64_t k0, int64_t kc, float* dst) {
+          const float* src = bp + j0 * K + k0 * G::kNR;
+          for (int64_t i = 0; i < kc * G::kNR; ++i) dst[i] = src[i];
+        },
+        C, ldc, ep);
+  }
+
+  static void gemm_rows(ThreadPool* pool, int64_t M, int64_t N, int64_t K, const float* ap, const float* b,
+                        int64_t ldb, float* C, int64_t ldc, const Epilogue& ep) {
+    G::run(
+        pool, M, N, K, ap, DirectB{b, ldb},
+        [b, ldb](int64_t j0, int nr, int64_t k0, int64_t kc, float* dst) {
+          for (int64_t r = 0; r < kc; ++r) {
+            const float* src = b + (k0 + r) * ldb + j0;
+            for (int q = 0; q < G::kNR; ++q) dst[r * G::kNR + q] = q < nr ? src[q] : 0.0f;
+          }
+        },
+        C, ldc, ep);
+  }
+
+  static void activate(const Activation& a, float* p, int64_t n) {
+    for (int64_t i = 0; i < n; ++i) p[i] = apply_activation(a, p[i]);
   }
 };
 

@@ -30,11 +30,14 @@ namespace dtorch {
 namespace kernels {
 inline namespace DTORCH_ISA {
 
+// The operator's name, at namespace scope: a template argument of portable_kernel / exact_kernel.
+inline constexpr char kLinearOp[] = "linear";
+
 template <class Set>
 struct FmaLinear {
-  static constexpr char kOp[] = "linear";
+  static constexpr const char* kOp = kLinearOp;
 
-  static const KernelDef* fallback() { return exact_kernel<kOp>(); }
+  static const KernelDef* fallback() { return exact_kernel<kLinearOp>(); }
 
   struct Geo {
     int64_t rows, k, m;

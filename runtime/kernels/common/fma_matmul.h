@@ -26,11 +26,14 @@ namespace dtorch {
 namespace kernels {
 inline namespace DTORCH_ISA {
 
+// The operator's name, at namespace scope: a template argument of portable_kernel / exact_kernel.
+inline constexpr char kMatmulOp[] = "matmul";
+
 template <class Set>
 struct FmaMatmul {
-  static constexpr char kOp[] = "matmul";
+  static constexpr const char* kOp = kMatmulOp;
 
-  static const KernelDef* fallback() { return exact_kernel<kOp>(); }
+  static const KernelDef* fallback() { return exact_kernel<kMatmulOp>(); }
 
   // Floats of one packed A matrix (a multiple of 16: each stays 64-byte aligned), and how many distinct ones A holds.
   static int64_t a_floats(const MatmulGeo& g) {

@@ -25,15 +25,18 @@ namespace dtorch {
 namespace kernels {
 inline namespace DTORCH_ISA {
 
+// The operator's name, at namespace scope: a template argument of portable_kernel / exact_kernel.
+inline constexpr char kLayerNormOp[] = "layer_norm";
+
 template <class V>
 struct FmaLayerNorm {
   using T = typename V::T;
-  static constexpr char kOp[] = "layer_norm";
+  static constexpr const char* kOp = kLayerNormOp;
   static constexpr int64_t kL = V::kLanes;
 
-  static const KernelDef* portable() { return portable_kernel<kOp>(); }
+  static const KernelDef* portable() { return portable_kernel<kLayerNormOp>(); }
   static Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch) {
-    return portable_infer<kOp>(attrs, in, n_in, out, n_out, scratch);
+    return portable_infer<kLayerNormOp>(attrs, in, n_in, out, n_out, scratch);
   }
 
   __attribute__((always_inline)) static T load(const float* p, int64_t n) {

@@ -26,15 +26,18 @@ namespace dtorch {
 namespace kernels {
 inline namespace DTORCH_ISA {
 
+// The operator's name, at namespace scope: a template argument of portable_kernel / exact_kernel.
+inline constexpr char kSoftmaxOp[] = "softmax";
+
 template <class V>
 struct FmaSoftmax {
   using T = typename V::T;
-  static constexpr char kOp[] = "softmax";
+  static constexpr const char* kOp = kSoftmaxOp;
   static constexpr int64_t kL = V::kLanes;
 
-  static const KernelDef* portable() { return portable_kernel<kOp>(); }
+  static const KernelDef* portable() { return portable_kernel<kSoftmaxOp>(); }
   static Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch) {
-    return portable_infer<kOp>(attrs, in, n_in, out, n_out, scratch);
+    return portable_infer<kSoftmaxOp>(attrs, in, n_in, out, n_out, scratch);
   }
 
   static void row(const float* x, float* y, int64_t len) {
