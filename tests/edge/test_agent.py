@@ -857,6 +857,21 @@ def test_the_bundle_carries_the_agent_and_bundle_txt(rk3588_bundle):
     assert "ARM aarch64" in desc and "statically linked" in desc
 
 
+def board_fast_output(board, bundle: Path, model: bytes, x: np.ndarray, tmp: Path, y: np.ndarray) -> None:
+    """The agent's output y on the emulated board: the bits of the bundle's own dtorch-run on the same input (both
+    run the default "fast" policy: the board's neon64 kernels, e.g. its linear), and within the fast kernels'
+    tolerance (1e-5 x output scale) of the host's portable output."""
+    (tmp / "board_model.dtm").write_bytes(model)
+    np.save(tmp / "board_x.npy", x)
+    subprocess.run([*board.emulator.command(bundle / "dtorch-run"), str(tmp / "board_model.dtm"), "--input",
+                    str(tmp / "board_x.npy"), "--output", str(tmp / "board_y.npy")], check=True, capture_output=True,
+                   timeout=300)
+    assert y.tobytes() == np.load(tmp / "board_y.npy").tobytes()
+    ref = host_output(model, x, tmp, kernels="portable")
+    assert y.shape == ref.shape and y.dtype == ref.dtype
+    np.testing.assert_allclose(y, ref, rtol=0, atol=1e-5 * max(1.0, float(np.abs(ref).max())))
+
+
 def test_the_aarch64_agent_under_qemu(rk3588_bundle, models, tmp_path):
     from dtorch.edge.boards import load_board
 
@@ -880,12 +895,12 @@ def test_the_aarch64_agent_under_qemu(rk3588_bundle, models, tmp_path):
         assert w.ok(T.SELFTEST)["pass"] == "1"
         x = np.random.default_rng(1).standard_normal((1, 4)).astype(np.float32)
         y, _ = run_on(w, npy_bytes(x, tmp_path))
-        assert y.tobytes() == host_output(models["a"], x, tmp_path, kernels="portable").tobytes()
+        board_fast_output(board, rk3588_bundle, models["a"], x, tmp_path, y)
         # a second model with the same op set, then back to the first
         ident = {"board": "rk3588", "runtime_hash": f["runtime_hash"], "opset_hash": f["opset_hash"]}
         b = flash(w, models["b"], ident)
         yb, _ = run_on(w, npy_bytes(x, tmp_path))
-        assert yb.tobytes() == host_output(models["b"], x, tmp_path, kernels="portable").tobytes()
+        board_fast_output(board, rk3588_bundle, models["b"], x, tmp_path, yb)
         assert b["previous"] == id_a and w.ok(T.ROLLBACK)["active"] == id_a
         assert run_on(w, npy_bytes(x, tmp_path))[0].tobytes() == y.tobytes()
         # a bundle for another op set is refused, naming both
