@@ -87,6 +87,42 @@ inline Status conv_transpose_geometry(const Attrs& attrs, const TensorView* in, 
   return Status::Ok();
 }
 
+// The geometry of a node conv_transpose_geometry has accepted, without building any message (the ISA sets' kernels
+// call this after the portable infer: an ISA object must not carry the inline string code of the error paths, which
+// the linker could pick for baseline code; tests/runtime/test_isa_isolation.py). False if the attributes are missing.
+inline bool conv_transpose_accepted(const Attrs& attrs, const TensorView* in, int n_in, ConvTransposeGeo* g) {
+  constexpr const char* kOp = "conv_transpose2d";
+  int64_t stride[2] = {}, pad[2] = {}, opad[2] = {}, dil[2] = {};
+  if (n_in < 2 || in[0].shape.ndim != 4 || in[1].shape.ndim != 4 ||
+      !get_ints_exact(kOp, attrs, "stride", 2, stride, nullptr).ok() ||
+      !get_ints_exact(kOp, attrs, "padding", 2, pad, nullptr).ok() ||
+      !get_ints_exact(kOp, attrs, "output_padding", 2, opad, nullptr).ok() ||
+      !get_ints_exact(kOp, attrs, "dilation", 2, dil, nullptr).ok() || !parse_activation(kOp, attrs, &g->act).ok())
+    return false;
+  g->groups = attrs.get_int("groups");
+  if (g->groups < 1) return false;
+  g->n = in[0].shape.dims[0];
+  g->c = in[0].shape.dims[1];
+  g->h = in[0].shape.dims[2];
+  g->w = in[0].shape.dims[3];
+  g->cg = g->c / g->groups;
+  g->og = in[1].shape.dims[1];
+  g->o = g->og * g->groups;
+  g->kh = in[1].shape.dims[2];
+  g->kw = in[1].shape.dims[3];
+  g->sh = stride[0];
+  g->sw = stride[1];
+  g->ph = pad[0];
+  g->pw = pad[1];
+  g->oph = opad[0];
+  g->opw = opad[1];
+  g->dh = dil[0];
+  g->dw = dil[1];
+  g->oh = (g->h - 1) * g->sh - 2 * g->ph + g->dh * (g->kh - 1) + g->oph + 1;
+  g->ow = (g->w - 1) * g->sw - 2 * g->pw + g->dw * (g->kw - 1) + g->opw + 1;
+  return true;
+}
+
 // Column scratch bytes, or false when it does not fit (the caller reports the input as too large).
 inline bool conv_transpose_scratch(const ConvTransposeGeo& g, size_t* bytes) {
   int64_t f = g.og;

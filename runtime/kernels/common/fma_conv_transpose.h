@@ -40,7 +40,8 @@ struct FmaConvTranspose {
                       size_t* scratch_bytes) {
     DTORCH_RETURN_IF_ERROR(portable_infer<kConvTransposeOp>(attrs, in, n_in, out, n_out, scratch_bytes));
     Geo g{};
-    DTORCH_RETURN_IF_ERROR(conv_transpose_geometry(attrs, in, n_in, &g));
+    if (!conv_transpose_accepted(attrs, in, n_in, &g))
+      return op_error(StatusCode::kInternal, kOp, "the portable kernel accepted a node this kernel cannot read");
     int64_t packed = 0;
     if (!checked_mul(group_floats(g), g.groups, &packed) || packed > (int64_t{1} << 40))
       return op_error(StatusCode::kInvalidArgument, kOp, "weight %s is too large",
@@ -86,9 +87,12 @@ struct FmaConvTranspose {
   }
 
   static Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-    DTORCH_RETURN_IF_ERROR(check_num_outputs(kOp, n_out, 1));
     Geo g{};
-    DTORCH_RETURN_IF_ERROR(conv_transpose_geometry(*ctx.attrs, in, n_in, &g));
+    if (n_out != 1 || !conv_transpose_accepted(*ctx.attrs, in, n_in, &g)) {
+      const KernelDef* p = portable_kernel<kConvTransposeOp>();
+      if (p == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
+      return p->run(ctx, in, n_in, out, n_out);  // the portable kernel reports the error
+    }
     size_t cols_bytes = 0;
     const size_t packed_bytes = static_cast<size_t>(group_floats(g) * g.groups) * sizeof(float);
     if (!conv_transpose_scratch(g, &cols_bytes) ||
