@@ -19,6 +19,27 @@ struct ConvTransposeGeo {
   Activation act;
 };
 
+// The rest of the geometry from the input's n, c, h, w and groups (already in g), the weight's shape and the
+// attributes: what conv_transpose_geometry and conv_transpose_accepted share (no checks, no messages).
+inline void conv_transpose_derive(const Shape& w, const int64_t* stride, const int64_t* pad, const int64_t* opad,
+                                  const int64_t* dil, ConvTransposeGeo* g) {
+  g->cg = g->c / g->groups;
+  g->og = w.dims[1];
+  g->o = g->og * g->groups;
+  g->kh = w.dims[2];
+  g->kw = w.dims[3];
+  g->sh = stride[0];
+  g->sw = stride[1];
+  g->ph = pad[0];
+  g->pw = pad[1];
+  g->oph = opad[0];
+  g->opw = opad[1];
+  g->dh = dil[0];
+  g->dw = dil[1];
+  g->oh = (g->h - 1) * g->sh - 2 * g->ph + g->dh * (g->kh - 1) + g->oph + 1;
+  g->ow = (g->w - 1) * g->sw - 2 * g->pw + g->dw * (g->kw - 1) + g->opw + 1;
+}
+
 inline Status conv_transpose_geometry(const Attrs& attrs, const TensorView* in, int n_in, ConvTransposeGeo* g) {
   constexpr const char* kOp = "conv_transpose2d";
   DTORCH_RETURN_IF_ERROR(check_num_inputs(kOp, n_in, 2, 3));
@@ -65,21 +86,7 @@ inline Status conv_transpose_geometry(const Attrs& attrs, const TensorView* in, 
   if (g->c % g->groups != 0)
     return op_error(StatusCode::kInvalidArgument, kOp, "input has %lld channels, which groups=%lld does not divide",
                     (long long)g->c, (long long)g->groups);
-  g->cg = g->c / g->groups;
-  g->og = w.shape.dims[1];
-  g->o = g->og * g->groups;
-  g->kh = w.shape.dims[2];
-  g->kw = w.shape.dims[3];
-  g->sh = stride[0];
-  g->sw = stride[1];
-  g->ph = pad[0];
-  g->pw = pad[1];
-  g->oph = opad[0];
-  g->opw = opad[1];
-  g->dh = dil[0];
-  g->dw = dil[1];
-  g->oh = (g->h - 1) * g->sh - 2 * g->ph + g->dh * (g->kh - 1) + g->oph + 1;
-  g->ow = (g->w - 1) * g->sw - 2 * g->pw + g->dw * (g->kw - 1) + g->opw + 1;
+  conv_transpose_derive(w.shape, stride, pad, opad, dil, g);
   if (g->oh < 1 || g->ow < 1)
     return op_error(StatusCode::kInvalidArgument, kOp, "input %s gives an empty output (%lldx%lld)",
                     ::dtorch::shape_str(x.shape).c_str(), (long long)g->oh, (long long)g->ow);
@@ -105,21 +112,7 @@ inline bool conv_transpose_accepted(const Attrs& attrs, const TensorView* in, in
   g->c = in[0].shape.dims[1];
   g->h = in[0].shape.dims[2];
   g->w = in[0].shape.dims[3];
-  g->cg = g->c / g->groups;
-  g->og = in[1].shape.dims[1];
-  g->o = g->og * g->groups;
-  g->kh = in[1].shape.dims[2];
-  g->kw = in[1].shape.dims[3];
-  g->sh = stride[0];
-  g->sw = stride[1];
-  g->ph = pad[0];
-  g->pw = pad[1];
-  g->oph = opad[0];
-  g->opw = opad[1];
-  g->dh = dil[0];
-  g->dw = dil[1];
-  g->oh = (g->h - 1) * g->sh - 2 * g->ph + g->dh * (g->kh - 1) + g->oph + 1;
-  g->ow = (g->w - 1) * g->sw - 2 * g->pw + g->dw * (g->kw - 1) + g->opw + 1;
+  conv_transpose_derive(in[1].shape, stride, pad, opad, dil, g);
   return true;
 }
 
