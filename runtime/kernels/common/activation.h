@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/common/scalar_math.h"
 #include "kernels/common/util.h"
 
 namespace dtorch {
@@ -19,24 +20,24 @@ inline namespace DTORCH_ISA {
 inline float relu_f(float x) { return x < 0.0f ? 0.0f : x; }
 inline float hardtanh_f(float x, float lo, float hi) { return x < lo ? lo : (x > hi ? hi : x); }
 inline float leaky_relu_f(float x, float alpha) { return x > 0.0f ? x : x * alpha; }
-inline float sigmoid_f(float x) { return 1.0f / (1.0f + std::exp(-x)); }
-inline float tanh_f(float x) { return std::tanh(x); }
+inline float sigmoid_f(float x) { return 1.0f / (1.0f + smath::exp(-x)); }
+inline float tanh_f(float x) { return smath::tanh(x); }
 inline float silu_f(float x) { return sigmoid_f(x) * x; }
 inline float hardsigmoid_f(float x) { return hardtanh_f(x + 3.0f, 0.0f, 6.0f) * (1.0f / 6.0f); }
 inline float hardswish_f(float x) { return x * hardtanh_f(x + 3.0f, 0.0f, 6.0f) * (1.0f / 6.0f); }
 // x * Phi(x) = 0.5 x (1 + erf(x / sqrt(2)))
-inline float gelu_f(float x) { return ((std::erf(x * 0.70710678118654752f) + 1.0f) * x) * 0.5f; }
+inline float gelu_f(float x) { return ((smath::erf(x * 0.70710678118654752f) + 1.0f) * x) * 0.5f; }
 // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
 inline float gelu_tanh_f(float x) {
   const float inner = 0.79788456080286536f * (x + 0.044715f * x * x * x);
-  return ((std::tanh(inner) + 1.0f) * x) * 0.5f;
+  return ((smath::tanh(inner) + 1.0f) * x) * 0.5f;
 }
-inline float elu_f(float x, float alpha) { return x > 0.0f ? x : std::expm1(x < 0.0f ? x : 0.0f) * alpha; }
+inline float elu_f(float x, float alpha) { return x > 0.0f ? x : smath::expm1(x < 0.0f ? x : 0.0f) * alpha; }
 // log(1 + exp(beta x)) / beta, or x where beta x > threshold (log-add-exp form: no overflow)
 inline float softplus_f(float x, float beta, float threshold) {
   const float z = x * beta;
   if (z > threshold) return x;
-  float soft = (z > 0.0f ? z : 0.0f) + std::log1p(std::exp(-std::fabs(z)));
+  float soft = (z > 0.0f ? z : 0.0f) + smath::log1p(smath::exp(-std::fabs(z)));
   if (beta != 1.0f) soft /= beta;
   return soft;
 }

@@ -1,7 +1,6 @@
 // cos: cos(x), elementwise, same shape (runtime/OPS.md). The output may alias the input (in place).
-#include <cmath>
-
 #include "kernels/common/activation.h"
+#include "kernels/common/scalar_math.h"
 #include "kernels/common/unary.h"
 
 namespace dtorch {
@@ -15,7 +14,7 @@ Status infer(const Attrs&, const TensorView* in, int n_in, Shape* out, int n_out
 }
 
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-  return kernels::unary_run(kOp, ctx, in, n_in, out, n_out, [](float x) { return std::cos(x); });
+  return kernels::unary_run(kOp, ctx, in, n_in, out, n_out, [](float x) { return kernels::smath::cos(x); });
 }
 
 }  // namespace

@@ -1,8 +1,9 @@
 // log_softmax: x - max - log(sum(exp(x - max))) along dim (runtime/OPS.md). Attribute: dim i (normalized, >= 0; a
 // negative dim is accepted and normalized). The row maximum is subtracted first (a row of -inf uses 0); the sum
-// is in double, in order; each row is handled by one thread. The output may alias x.
-#include <cmath>
+// is in double, in order, and its log is scalar_math.h's of the float sum; each row is handled by one thread. The
+// output may alias x.
 
+#include "kernels/common/scalar_math.h"
 #include "kernels/common/softmax.h"
 
 namespace dtorch {
@@ -18,8 +19,8 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   return kernels::softmax_run(kOp, ctx, in, n_in, out, n_out,
                               [](const float* x, float* y, int64_t base, int64_t inner, int64_t len, float m) {
                                 double sum = 0.0;
-                                for (int64_t k = 0; k < len; ++k) sum += std::exp(x[base + k * inner] - m);
-                                const float lse = static_cast<float>(std::log(sum));
+                                for (int64_t k = 0; k < len; ++k) sum += kernels::smath::exp(x[base + k * inner] - m);
+                                const float lse = kernels::smath::log(static_cast<float>(sum));
                                 for (int64_t k = 0; k < len; ++k) y[base + k * inner] = (x[base + k * inner] - m) - lse;
                               });
 }

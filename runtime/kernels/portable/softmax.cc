@@ -1,8 +1,8 @@
 // softmax: exp(x - max) / sum along dim (runtime/OPS.md). Attribute: dim i (normalized, >= 0; a negative
 // dim is accepted and normalized). The row maximum is subtracted first (a row of -inf uses 0); the sum
 // is in double, in order; each row is handled by one thread. The output may alias x.
-#include <cmath>
 
+#include "kernels/common/scalar_math.h"
 #include "kernels/common/softmax.h"
 
 namespace dtorch {
@@ -19,7 +19,7 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
                               [](const float* x, float* y, int64_t base, int64_t inner, int64_t len, float m) {
                                 double sum = 0.0;
                                 for (int64_t k = 0; k < len; ++k) {
-                                  const float e = std::exp(x[base + k * inner] - m);
+                                  const float e = kernels::smath::exp(x[base + k * inner] - m);
                                   y[base + k * inner] = e;
                                   sum += e;
                                 }
