@@ -4,9 +4,9 @@
 //
 // The clamps (relu, relu6, hardtanh), leaky_relu, hardswish and hardsigmoid are portable's float operations in
 // portable's order (kernels/common/activation.h): the same bits as portable. sigmoid, silu, tanh, gelu and gelu_tanh
-// need e^x, which portable takes from libm and which is exp() below here (gelu's erf: a fit of erfc around it), so
-// they are within the sets' tolerance of portable (1e-5 x the output's scale; e^x's relative error is a few units in
-// the last place) instead of equal. activate() in registers and rows() over memory run the same function on every
+// need e^x, which portable takes from kernels/common/scalar_math.h and which is exp() below here (gelu's erf: a fit
+// of erfc around it), so they are within the sets' tolerance of portable (1e-5 x the output's scale; e^x's relative
+// error is a few units in the last place) instead of equal. activate() in registers and rows() over memory run the same function on every
 // value, so every path of a set (blocked or NCHW output, tiles or the GEMM) gives the same result.
 //
 // Before: every activation but the clamps ran portable's scalar function per stored value (std::exp per element),

@@ -4,7 +4,7 @@
 // FmaSoftmax<V>. Other dims go to the bit-exact kernel (kernels/portable/softmax.cc, the specification).
 //
 // Per row, as portable: m = the row's maximum (0 when it is not finite: a row of -inf, or one holding +inf), then
-// e = e^(x - m) (VectorActivations::exp: within a few units in the last place of libm's), stored, and y = e / sum.
+// e = e^(x - m) (VectorActivations::exp: within a few units in the last place of portable's), stored, and y = e / sum.
 // The sum: kernels/common/vector_sum.h's (16 float partial sums, then doubles; the same bits at any vector width);
 // portable sums in one double. A NaN anywhere makes the sum and so the row
 // NaN, as portable (which takes NaN as the maximum). Rows are split across threads; each row's operations depend

@@ -516,7 +516,8 @@ def test_conv_transpose2d_fma_errors_are_the_portable_errors(kernel_set):
 
 # The fused activations in the FMA sets' registers (kernels/common/vector_activation.h): e^x by the sets' own
 # polynomial for sigmoid, tanh, silu, gelu_tanh and gelu (erf through a fit of erfc; within the tolerance of portable,
-# which uses libm), portable's float operations for the clamps, leaky_relu, hardswish and hardsigmoid (its bits).
+# which uses kernels/common/scalar_math.h), portable's float operations for the clamps, leaky_relu, hardswish and
+# hardsigmoid (its bits).
 # A 1x1 convolution with identity weights passes each input through, so the activation sees chosen values: both
 # tails of e^x, the overflow and underflow edges (|x| near 88, 104), infinities, NaN and signed zeros.
 _EXP_ACTS = ("sigmoid", "tanh", "silu", "gelu_tanh", "gelu")
