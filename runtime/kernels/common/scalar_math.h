@@ -59,6 +59,7 @@ inline float pow2(int k) {
 // v * 2^k for -300 < k < 300, rounding once: the first factor keeps v * 2^(k/2) normal, the second is exact
 // unless the result is subnormal.
 inline float scale2(float v, int k) {
+  if (k >= -126 && k <= 127) return v * pow2(k);  // the same single rounding
   const int half = k / 2;
   const int rest = k - half;
   const float a = half > 127 ? pow2(127) : (half < -126 ? pow2(-126) : pow2(half));
