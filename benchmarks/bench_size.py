@@ -73,7 +73,7 @@ def _parts(board: str, model: Path, pruned: int, full: int, work: Path) -> list[
 
     root = HERE.parent
     plan = make_plan(board, toolchain="zig", ops=OpList.from_model(model), root=str(root))
-    obj = root / plan.variant / "obj"
+    obj = root / plan.objects_dir  # the objects every build of these flags shares (dtorch_run.o: variant/obj)
     cxx = list(plan.found.cxx)
 
     def compile_(src: Path) -> Path:

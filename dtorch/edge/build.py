@@ -119,10 +119,13 @@ def _op_list(models: Sequence[Path], ops: str | None) -> OpList:
 
 def _kernel_bytes(plan: Any, root: Path, workdir: Path) -> dict[str, int]:
     """Bytes of code and data each kernel adds: its kernel file compiled with the build's flags but without LTO
-    (an LTO link map no longer attributes code to source files), measured with the toolchain's `size`."""
+    (an LTO link map no longer attributes code to source files), measured with the toolchain's `size`. A file the
+    build itself compiled without LTO (a build without LTO, or a kernel set whose flags say -fno-lto: the x86-64
+    sets) is measured in the build's own object instead of compiling it again."""
     size_tool = plan.found.tools.get("size")
     if not size_tool:
         return {}
+    lto = any(f.startswith("-flto") for f in plan.compile_flags)
     flags = [f for f in plan.compile_flags if not f.startswith("-flto")]
     inc = ["-I" + str(root / plan.variant / "include"), "-I" + str(root / "runtime" / "include"),
            "-I" + str(root / "runtime"), "-I" + str(root / "runtime" / "schema"), "-DNDEBUG"]
@@ -130,11 +133,13 @@ def _kernel_bytes(plan: Any, root: Path, workdir: Path) -> dict[str, int]:
     for src in plan.sources:
         if not src.rel.startswith("kernels/"):
             continue
-        obj = workdir / (src.rel.replace("/", "_") + ".o")
-        r = subprocess.run([*plan.found.cxx, *flags, *src.extra_flags, *inc, "-c", str(src.path), "-o", str(obj)],
-                           capture_output=True, text=True)
-        if r.returncode != 0:
-            continue
+        obj = root / plan.object_path(src)
+        if (lto and "-fno-lto" not in src.extra_flags) or not obj.is_file():
+            obj = workdir / (src.rel.replace("/", "_") + ".o")
+            r = subprocess.run([*plan.found.cxx, *flags, *src.extra_flags, *inc, "-c", str(src.path), "-o", str(obj)],
+                               capture_output=True, text=True)
+            if r.returncode != 0:
+                continue
         sz = subprocess.run([*size_tool, "-A", str(obj)], capture_output=True, text=True)
         total = 0
         for line in sz.stdout.splitlines():

@@ -71,6 +71,7 @@ class Source:
     path: Path                 # absolute
     rel: str                   # relative to the runtime folder, e.g. "kernels/portable/conv2d.cc"
     extra_flags: tuple[str, ...] = ()
+    build_info: bool = False   # includes the build's own dtorch_build_info.h (dtorch-run's and the agent's main)
 
 
 @dataclass(frozen=True)
@@ -103,6 +104,21 @@ class BuildPlan:
         ops = "all" if self.ops.all_ops else self.opset_hash[:12]
         suffix = ("-" + self.profile if self.profile_overridden else "") + ("-exact" if self.kernels == "exact" else "")
         return f"build/{self.board.name}/{self.toolchain.family}/{ops}{suffix}"
+
+    @property
+    def objects_dir(self) -> str:
+        """The folder of the build's objects, relative to the root: build/<board>/<toolchain>/obj-<hash[:12]> of the
+        compiler and its flags. An object does not depend on the op list (a pruned build compiles fewer files, not
+        other ones), so every build of the board with the same compiler and flags (other models, the full runtime
+        for the size comparison, the agent) shares it: each file is compiled once. Only the sources that include the
+        build's own dtorch_build_info.h are compiled per build, into the variant's obj/."""
+        key = "\0".join([*self.found.cxx, "|", *self.compile_flags])
+        return f"build/{self.board.name}/{self.toolchain.family}/obj-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
+
+    def object_path(self, src: Source) -> str:
+        """Where `src`'s object goes, relative to the root."""
+        folder = f"{self.variant}/obj" if src.build_info else self.objects_dir
+        return f"{folder}/{src.rel[:-3]}.o"
 
     @property
     def compile_flags(self) -> tuple[str, ...]:
@@ -193,7 +209,8 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
 
     def group_sources(group: str) -> list[Source]:
         pruned = group == "portable"
-        return [Source(p, p.relative_to(runtime).as_posix(), () if pruned else CORE_FLAGS)
+        return [Source(p, p.relative_to(runtime).as_posix(), () if pruned else CORE_FLAGS,
+                       build_info=b"dtorch_build_info.h" in p.read_bytes())
                 for p in groups.paths(group) if not pruned or p in kernel_files]
 
     for group in (*RUNTIME, *_APP_GROUPS, *extra):

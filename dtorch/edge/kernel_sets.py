@@ -11,6 +11,11 @@ for a host board build) takes the sets from here, so adding a set touches no bui
 Each set's flags also define DTORCH_KERNEL_ISA=isa_<name>: the inline namespace that keeps the set's copies of
 the shared kernel helpers apart from the baseline ones (runtime/kernels/common/isa.h).
 
+The x86-64 sets list -fno-lto: their objects share no code with the rest that LTO could inline (their helpers are
+their own copies), and their templates are most of a host build's code generation (the avx512 conv2d alone: ~55 s
+at -O2). Compiled without LTO, that code is generated once per object, which every later host build with the same
+flags shares (build_plan.BuildPlan.objects_dir), instead of again in every LTO link (~70 s each).
+
 Standard library only: setup.py loads this file by path, before dtorch is installed.
 """
 
