@@ -11,6 +11,7 @@ bounds scalar_math.h documents, and the kernels that call the functions must giv
 from __future__ import annotations
 
 import subprocess
+import sys
 from pathlib import Path
 
 import numpy as np
@@ -22,6 +23,8 @@ from dtorch.edge.build_plan import LANGUAGE_FLAGS
 from dtorch.edge.toolchains import ToolchainMissing, command_line, get_toolchain, select_toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(ROOT / "benchmarks"))  # the ulp measure is the benchmark's (benchmarks/bench_scalar_math.py)
+from bench_scalar_math import float32_ulps  # noqa: E402
 PROBE = Path(__file__).with_name("scalar_math_probe.cc")
 FUNCS = ("exp", "expm1", "log", "log1p", "tanh", "erf", "sin", "cos")
 # The bounds scalar_math.h documents (measured maxima: 0.93, 1.35, 0.81, 1.99, 1.72, 1.12, 0.50, 0.50).
@@ -66,7 +69,9 @@ def _build(board_name: str, out: Path, family: str | None = None) -> list[str]:
     except ToolchainMissing as e:
         pytest.fail(f"{e} (scripts/setup.sh installs the toolchains)")
     flags = tc.flags(found, board, lto=False)
-    argv = command_line(found, flags, [PROBE], out, extra_cxxflags=[*LANGUAGE_FLAGS, f"-I{ROOT / 'runtime'}"])
+    # the probe needs no C++ library: zig links it without one instead of building libc++ for these flags
+    extra = ["-nostdlib++"] if found.kind == "zig" else []
+    argv = command_line(found, flags, [PROBE], out, extra_cxxflags=[*LANGUAGE_FLAGS, *extra, f"-I{ROOT / 'runtime'}"])
     r = subprocess.run(argv, capture_output=True, text=True, timeout=300)
     assert r.returncode == 0, f"building the probe for {board_name} failed: {' '.join(argv)}\n{r.stderr[-3000:]}"
     emu = board.emulator
@@ -87,25 +92,13 @@ def host(tmp_path_factory: pytest.TempPathFactory) -> np.ndarray:
     return _run(_build("host", tmp / "probe"), INPUTS, tmp)
 
 
-def _ulps(got: np.ndarray, ref: np.ndarray) -> np.ndarray:
-    """|got - ref| in units of the float32 spacing at ref (ref in float64); 0 where both are NaN or equal."""
-    with np.errstate(all="ignore"):
-        ref32 = ref.astype(np.float32)
-        finite = np.isfinite(ref32)
-        spacing = np.spacing(np.abs(np.where(finite, ref32, np.float32(1)))).astype(np.float64)
-        d = np.abs(got.astype(np.float64) - ref) / np.maximum(spacing, 2.0 ** -149)
-        d = np.where(finite, d, np.where(got == ref32, 0.0, np.inf))
-        same = (np.isnan(got) & np.isnan(ref)) | (got.astype(np.float64) == ref)
-    return np.where(same, 0.0, d)
-
-
 @pytest.mark.parametrize("fn", FUNCS)
 def test_within_the_documented_ulps_of_float64(host, fn):
     got = host[FUNCS.index(fn)]
     with np.errstate(invalid="ignore"):
         ref = TORCH[fn](torch.from_numpy(INPUTS.astype(np.float64))).numpy()
     np.testing.assert_array_equal(np.isnan(got), np.isnan(ref), err_msg=f"{fn}: NaN where float64 has none or back")
-    u = _ulps(got, ref)
+    u = float32_ulps(got, ref)
     i = int(np.argmax(u))
     assert u[i] <= MAX_ULP[fn], f"{fn}({INPUTS[i]!r}) = {got[i]!r}, float64 {ref[i]!r}: {u[i]:.3f} ulp"
 

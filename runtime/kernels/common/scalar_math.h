@@ -19,8 +19,10 @@
 // comment beside each set).
 #pragma once
 
-#include <cstdint>
-#include <cstring>
+// The C headers, not <cstdint>/<cstring>: nothing here needs the C++ library (tests/runtime/scalar_math_probe.cc is
+// linked without one).
+#include <stdint.h>
+#include <string.h>
 
 #include "kernels/common/isa.h"
 
@@ -31,12 +33,12 @@ namespace smath {
 
 inline uint32_t bits_of(float x) {
   uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
+  memcpy(&u, &x, sizeof u);
   return u;
 }
 inline float float_of(uint32_t u) {
   float x;
-  std::memcpy(&x, &u, sizeof x);
+  memcpy(&x, &u, sizeof x);
   return x;
 }
 inline float copysign_of(float mag, float sign) {
