@@ -73,7 +73,6 @@ def _parts(board: str, model: Path, pruned: int, full: int, work: Path) -> list[
 
     root = HERE.parent
     plan = make_plan(board, toolchain="zig", ops=OpList.from_model(model), root=str(root))
-    obj = root / plan.objects_dir  # the objects every build of these flags shares (dtorch_run.o: variant/obj)
     cxx = list(plan.found.cxx)
 
     def compile_(src: Path) -> Path:
@@ -89,9 +88,11 @@ def _parts(board: str, model: Path, pruned: int, full: int, work: Path) -> list[
                        cwd=root, capture_output=True, text=True, timeout=600)
         return out.stat().st_size
 
-    core = sorted((obj / "core").glob("*.o"))
-    support = [obj / "apps" / n for n in ("heap_meter.o", "no_demangle.o", "no_exceptions.o")]
-    kernels = sorted((obj / "kernels").rglob("*.o"))
+    # this build's own objects (the objects folder is shared by every build of these flags: other models' too)
+    objs = {s.rel: root / plan.object_path(s) for s in plan.sources}
+    core = sorted(o for rel, o in objs.items() if rel.startswith("core/"))
+    support = [objs[f"apps/{n}.cc"] for n in ("heap_meter", "no_demangle", "no_exceptions")]
+    kernels = sorted(o for rel, o in objs.items() if rel.startswith("kernels/"))
     main_o = compile_(HERE / "size_parts" / "min_main.cc")
     floor = link("libc-floor", [compile_(HERE / "size_parts" / "libc_floor.cc")])
     bare = link("core-min-main", core + support + [main_o])
