@@ -127,8 +127,9 @@ def _kernel_bytes(plan: Any, root: Path, workdir: Path) -> dict[str, int]:
         return {}
     lto = any(f.startswith("-flto") for f in plan.compile_flags)
     flags = [f for f in plan.compile_flags if not f.startswith("-flto")]
-    inc = ["-I" + str(root / plan.variant / "include"), "-I" + str(root / "runtime" / "include"),
-           "-I" + str(root / "runtime"), "-I" + str(root / "runtime" / "schema"), "-DNDEBUG"]
+    # SConstruct's include folders (FlatBuffers' link is build/include), in its order
+    inc = [*("-I" + str(root / d) for d in (plan.variant + "/include", "build/include", "runtime/include", "runtime",
+                                            "runtime/schema")), "-DNDEBUG"]
     out: dict[str, int] = {}
     for src in plan.sources:
         if not src.rel.startswith("kernels/"):

@@ -20,7 +20,7 @@ import torch
 
 from dtorch.edge.boards import load_board
 from dtorch.edge.build_plan import LANGUAGE_FLAGS
-from dtorch.edge.toolchains import ToolchainMissing, command_line, get_toolchain, select_toolchain
+from dtorch.edge.toolchains import ToolchainMissing, command_line, select_toolchain
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "benchmarks"))  # the ulp measure is the benchmark's (benchmarks/bench_scalar_math.py)
@@ -157,8 +157,6 @@ BOARD_BUILDS = [("rk3588", "zig"), ("rk3588", "gcc-cross"), ("rv1126", "zig"), (
 
 @pytest.mark.parametrize(("board", "family"), BOARD_BUILDS, ids=[f"{b}-{f}" for b, f in BOARD_BUILDS])
 def test_every_board_build_gives_the_hosts_bits(host, board, family, tmp_path):
-    if get_toolchain(family).arches and load_board(board).arch not in get_toolchain(family).arches:
-        pytest.fail(f"toolchain {family} cannot target {board} here")
     got = _run(_build(board, tmp_path / "probe", family), INPUTS, tmp_path)
     for i, fn in enumerate(FUNCS):
         diff = np.nonzero(got[i].view(np.uint32) != host[i].view(np.uint32))[0]
