@@ -127,9 +127,7 @@ def _kernel_bytes(plan: Any, root: Path, workdir: Path) -> dict[str, int]:
         return {}
     lto = any(f.startswith("-flto") for f in plan.compile_flags)
     flags = [f for f in plan.compile_flags if not f.startswith("-flto")]
-    # SConstruct's include folders (FlatBuffers' link is build/include), in its order
-    inc = [*("-I" + str(root / d) for d in (plan.variant + "/include", "build/include", "runtime/include", "runtime",
-                                            "runtime/schema")), "-DNDEBUG"]
+    inc = [*("-I" + str(root / d) for d in plan.include_dirs), "-DNDEBUG"]
     out: dict[str, int] = {}
     for src in plan.sources:
         if not src.rel.startswith("kernels/"):

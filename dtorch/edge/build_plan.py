@@ -115,6 +115,12 @@ class BuildPlan:
         key = "\0".join([*self.found.cxx, "|", *self.compile_flags])
         return f"build/{self.board.name}/{self.toolchain.family}/obj-{hashlib.sha256(key.encode()).hexdigest()[:12]}"
 
+    @property
+    def include_dirs(self) -> tuple[str, ...]:
+        """The compiles' include folders, relative to the root, in order: the build's own (dtorch_build_info.h), the
+        build tree's (FlatBuffers' link), the runtime's."""
+        return (f"{self.variant}/include", "build/include", "runtime/include", "runtime", "runtime/schema")
+
     def object_path(self, src: Source) -> str:
         """Where `src`'s object goes, relative to the root."""
         folder = f"{self.variant}/obj" if src.build_info else self.objects_dir
