@@ -38,12 +38,15 @@ inline constexpr DType dtypes_78fcd5eaeb[] = {DType::kBool};
 inline constexpr double defaults_5a731f4601[] = {1.0, 1.0};
 inline constexpr double defaults_321047e2f5[] = {0.0, 0.0, 0.0, 0.0};
 inline constexpr DType dtypes_3c4bd49986[] = {DType::kFloat32, DType::kFloat32, DType::kFloat32};
+inline constexpr DType dtypes_3f987ad5f2[] = {DType::kInt8};
 inline constexpr DType dtypes_5fcebe6f67[] = {DType::kBool, DType::kFloat32};
 inline constexpr DType dtypes_7818c6c7c4[] = {DType::kBool, DType::kInt64};
 inline constexpr DType dtypes_0972b955d4[] = {DType::kBool, DType::kInt32};
 inline constexpr DType dtypes_7d8f846ad1[] = {DType::kBool, DType::kBool};
 inline constexpr const char* const string_choices_49484034b7[] = {"none", "tanh"};
 inline constexpr const char* const string_choices_b7701c0d2f[] = {"constant", "reflect", "replicate", "circular"};
+inline constexpr const char* const string_choices_08665888e6[] = {"none", "relu", "relu6"};
+inline constexpr DType dtypes_1ebf402ad4[] = {DType::kInt8, DType::kInt8, DType::kFloat32, DType::kInt32};
 inline constexpr const char* const string_choices_9c5243582b[] = {"nearest", "linear", "cubic"};
 inline constexpr const char* const string_choices_30918c8fb4[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
 inline constexpr const char* const string_choices_563d543500[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
@@ -189,6 +192,14 @@ inline constexpr AttrSpec op_cumsum_attrs[] = {
 };
 inline constexpr DTypeSignature op_cumsum_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}};
 inline constexpr OpSchema op_cumsum = {"cumsum", 1, 1, 0x0, 1, op_cumsum_attrs, 3, op_cumsum_signatures, 3, InPlace::kNone, nullptr};
+
+// dequantize: int8 -> float32: (q - zero_point) * scale
+inline constexpr AttrSpec op_dequantize_attrs[] = {
+    {"scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+};
+inline constexpr DTypeSignature op_dequantize_signatures[] = {{dtypes_3f987ad5f2, 1, dtypes_86f5a46ec9, 1}};
+inline constexpr OpSchema op_dequantize = {"dequantize", 1, 1, 0x0, 1, op_dequantize_attrs, 2, op_dequantize_signatures, 1, InPlace::kNone, nullptr};
 
 // div: a / b (integers: truncated toward zero; a division by zero gives 0, as NumPy)
 inline constexpr DTypeSignature op_div_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}};
@@ -386,6 +397,40 @@ inline constexpr OpSchema op_pow = {"pow", 2, 2, 0x0, 1, nullptr, 0, op_pow_sign
 // prelu: x if x > 0 else w[c] * x, c the channel (dim 1); one slope for every channel when w has one element
 inline constexpr DTypeSignature op_prelu_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_prelu = {"prelu", 2, 2, 0x0, 1, nullptr, 0, op_prelu_signatures, 1, InPlace::kAlways, nullptr};
+
+// qconv2d: int8 2-D convolution (groups, dilation; depthwise when groups = C): int32 accumulation of (x - x_zero_point) * w from the bias, requantized per output channel
+inline constexpr AttrSpec op_qconv2d_attrs[] = {
+    {"stride", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, true, 0.0, nullptr, defaults_5a731f4601, 2},
+    {"padding", AttrKind::kInts, false, true, true, 0.0, 16777216.0, 4, 4, nullptr, 0, nullptr, 0, true, 0.0, nullptr, defaults_321047e2f5, 4},
+    {"dilation", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, true, 0.0, nullptr, defaults_5a731f4601, 2},
+    {"groups", AttrKind::kInt, false, true, true, 1.0, 16777216.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
+    {"x_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"x_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"y_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"y_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"activation", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_08665888e6, 3, nullptr, 0, true, 0.0, "none", nullptr, 0},
+};
+inline constexpr DTypeSignature op_qconv2d_signatures[] = {{dtypes_1ebf402ad4, 4, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_qconv2d = {"qconv2d", 3, 4, 0x8, 1, op_qconv2d_attrs, 9, op_qconv2d_signatures, 1, InPlace::kNone, nullptr};
+
+// qlinear: int8 x @ w.T + b: int32 accumulation from the bias, requantized per output feature
+inline constexpr AttrSpec op_qlinear_attrs[] = {
+    {"x_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"x_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"y_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"y_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"activation", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_08665888e6, 3, nullptr, 0, true, 0.0, "none", nullptr, 0},
+};
+inline constexpr DTypeSignature op_qlinear_signatures[] = {{dtypes_1ebf402ad4, 4, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_qlinear = {"qlinear", 3, 4, 0x8, 1, op_qlinear_attrs, 5, op_qlinear_signatures, 1, InPlace::kNone, nullptr};
+
+// quantize: float32 -> int8 as ONNX QuantizeLinear: saturate(round_half_even(x / scale) + zero_point); NaN -> zero_point
+inline constexpr AttrSpec op_quantize_attrs[] = {
+    {"scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+};
+inline constexpr DTypeSignature op_quantize_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_quantize = {"quantize", 1, 1, 0x0, 1, op_quantize_attrs, 2, op_quantize_signatures, 1, InPlace::kNone, nullptr};
 
 // reciprocal: 1 / x
 inline constexpr DTypeSignature op_reciprocal_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};

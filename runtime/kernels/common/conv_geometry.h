@@ -1,6 +1,7 @@
-// The geometry of a conv2d node as the optimized conv2d kernels (kernels/x86, kernels/avx2, kernels/avx512) read
-// it, after the kernel they fall back to has accepted the node in infer: shapes and attributes are valid, so this
-// only reads them. (The portable kernel validates and reports; it keeps its own parsing.)
+// The geometry of a conv2d node. checked_conv_geometry validates a node's shapes and attributes and reports what is
+// wrong (the portable conv2d and qconv2d kernels); conv_geometry is how the optimized conv2d kernels (kernels/x86,
+// kernels/avx2, kernels/avx512) read it after the kernel they fall back to has accepted the node in infer: shapes
+// and attributes are valid, so it only reads them.
 #pragma once
 
 #include <cstdint>
@@ -53,6 +54,78 @@ inline Status conv_geometry(const char* op, const Attrs& attrs, const TensorView
   g->ow = out.dims[3];
   g->pointwise = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && pad[0] == 0 && pad[1] == 0 &&
                  pad[2] == 0 && pad[3] == 0;
+  return Status::Ok();
+}
+
+// Validates x (N, C, H, W) and w (O, C/groups, kh, kw) with the node's stride, padding, dilation and groups and fills
+// g but its activation, the output size included; dtypes, the bias and the activation are the caller's.
+inline Status checked_conv_geometry(const char* op, const Attrs& attrs, const TensorView* in, ConvGeometry* g) {
+  const TensorView& x = in[0];
+  const TensorView& w = in[1];
+  DTORCH_RETURN_IF_ERROR(check_rank(op, "input (N, C, H, W)", x, 4));
+  DTORCH_RETURN_IF_ERROR(check_rank(op, "weight (O, C/groups, kh, kw)", w, 4));
+  int64_t stride[2] = {}, pad[4] = {}, dil[2] = {};
+  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "stride", 2, stride, nullptr));
+  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "padding", 4, pad, nullptr));
+  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "dilation", 2, dil, nullptr));
+  const int64_t groups = attrs.get_int("groups");
+  DTORCH_RETURN_IF_ERROR(check_attr_max(op, "stride", stride, 2, kMaxAttrValue));
+  DTORCH_RETURN_IF_ERROR(check_attr_max(op, "dilation", dil, 2, kMaxAttrValue));
+  DTORCH_RETURN_IF_ERROR(check_attr_max(op, "padding", pad, 4, kMaxAttrValue));
+  if (groups > kMaxAttrValue)
+    return op_error(StatusCode::kInvalidModel, op, "groups %lld is out of range", (long long)groups);
+  if (stride[0] < 1 || stride[1] < 1)
+    return op_error(StatusCode::kInvalidModel, op, "stride must be >= 1, got %s", ints_str(stride, 2).c_str());
+  if (dil[0] < 1 || dil[1] < 1)
+    return op_error(StatusCode::kInvalidModel, op, "dilation must be >= 1, got %s", ints_str(dil, 2).c_str());
+  for (int i = 0; i < 4; ++i)
+    if (pad[i] < 0)
+      return op_error(StatusCode::kInvalidModel, op, "padding (top, bottom, left, right) must be >= 0, got %s",
+                      ints_str(pad, 4).c_str());
+  if (groups < 1) return op_error(StatusCode::kInvalidModel, op, "groups must be >= 1, got %lld", (long long)groups);
+  g->n = x.shape.dims[0];
+  g->c = x.shape.dims[1];
+  g->h = x.shape.dims[2];
+  g->w = x.shape.dims[3];
+  g->o = w.shape.dims[0];
+  g->kh = w.shape.dims[2];
+  g->kw = w.shape.dims[3];
+  g->sh = stride[0];
+  g->sw = stride[1];
+  g->pt = pad[0];
+  g->pb = pad[1];
+  g->pl = pad[2];
+  g->pr = pad[3];
+  g->dh = dil[0];
+  g->dw = dil[1];
+  g->groups = groups;
+  if (g->c % groups != 0)
+    return op_error(StatusCode::kInvalidArgument, op, "input has %lld channels, which groups=%lld does not divide",
+                    (long long)g->c, (long long)groups);
+  if (g->o % groups != 0)
+    return op_error(StatusCode::kInvalidModel, op, "weight has %lld output channels, which groups=%lld does not divide",
+                    (long long)g->o, (long long)groups);
+  g->cg = g->c / groups;
+  g->og = g->o / groups;
+  if (w.shape.dims[1] != g->cg)
+    return op_error(StatusCode::kInvalidArgument, op,
+                    "input has %lld channels but the weight expects %lld (weight %s, groups=%lld)", (long long)g->c,
+                    (long long)(w.shape.dims[1] * groups), ::dtorch::shape_str(w.shape).c_str(), (long long)groups);
+  if (g->kh < 1 || g->kw < 1)
+    return op_error(StatusCode::kInvalidModel, op, "weight has an empty kernel: %s",
+                    ::dtorch::shape_str(w.shape).c_str());
+  const int64_t eh = g->h + g->pt + g->pb - g->dh * (g->kh - 1) - 1;
+  const int64_t ew = g->w + g->pl + g->pr - g->dw * (g->kw - 1) - 1;
+  if (eh < 0 || ew < 0)
+    return op_error(StatusCode::kInvalidArgument, op,
+                    "input %s (padded to %lldx%lld) is smaller than the dilated kernel %lldx%lld",
+                    ::dtorch::shape_str(x.shape).c_str(), (long long)(g->h + g->pt + g->pb),
+                    (long long)(g->w + g->pl + g->pr), (long long)(g->dh * (g->kh - 1) + 1),
+                    (long long)(g->dw * (g->kw - 1) + 1));
+  g->oh = eh / g->sh + 1;
+  g->ow = ew / g->sw + 1;
+  g->pointwise = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pb == 0 && g->pl == 0 &&
+                 g->pr == 0;
   return Status::Ok();
 }
 

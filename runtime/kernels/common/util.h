@@ -123,10 +123,11 @@ inline Status check_rank(const char* op, const char* what, const TensorView& t, 
   return Status::Ok();
 }
 
-// An optional 1-D per-channel tensor (weight, bias, mean, ...): absent, or float32 of shape (n).
+// An optional 1-D per-channel tensor (weight, bias, mean, ...): absent, or `dtype` (float32 unless said) of shape (n).
 // Infer passes views whose data may be null; `present` tells whether the input exists at all.
-inline Status check_vector(const char* op, const char* what, const TensorView& t, int64_t n) {
-  DTORCH_RETURN_IF_ERROR(check_dtype(op, what, t, DType::kFloat32));
+inline Status check_vector(const char* op, const char* what, const TensorView& t, int64_t n,
+                           DType dtype = DType::kFloat32) {
+  DTORCH_RETURN_IF_ERROR(check_dtype(op, what, t, dtype));
   if (t.shape.ndim != 1 || t.shape.dims[0] != n)
     return op_error(StatusCode::kInvalidArgument, op, "%s must have shape [%lld], got %s", what,
                     static_cast<long long>(n), shape_str(t.shape).c_str());

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include "kernels/common/activation.h"
+#include "kernels/common/conv_geometry.h"
 #include "kernels/common/gemm.h"
 #include "kernels/common/util.h"
 
@@ -22,86 +23,18 @@ namespace {
 using kernels::op_error;
 constexpr const char* kOp = "conv2d";
 
-struct Geo {
-  int64_t n, c, h, w, o, kh, kw, sh, sw, pt, pb, pl, pr, dh, dw, groups, oh, ow;
-  int64_t cg, og;  // channels per group in and out
-  bool depthwise, pointwise;
-  kernels::Activation act;
+struct Geo : kernels::ConvGeometry {
+  bool depthwise;
 };
 
 Status geometry(const Attrs& attrs, const TensorView* in, int n_in, Geo* g) {
   DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 2, 3));
-  const TensorView& x = in[0];
-  const TensorView& w = in[1];
-  DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", x, DType::kFloat32));
-  DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "weight", w, DType::kFloat32));
-  DTORCH_RETURN_IF_ERROR(kernels::check_rank(kOp, "input (N, C, H, W)", x, 4));
-  DTORCH_RETURN_IF_ERROR(kernels::check_rank(kOp, "weight (O, C/groups, kh, kw)", w, 4));
-  int64_t stride[2] = {}, pad[4] = {}, dil[2] = {};
-  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "stride", 2, stride, nullptr));
-  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "padding", 4, pad, nullptr));
-  DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "dilation", 2, dil, nullptr));
-  const int64_t groups = attrs.get_int("groups");
+  DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", in[0], DType::kFloat32));
+  DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "weight", in[1], DType::kFloat32));
   DTORCH_RETURN_IF_ERROR(kernels::parse_activation(kOp, attrs, &g->act));
-  DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "stride", stride, 2, kernels::kMaxAttrValue));
-  DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "dilation", dil, 2, kernels::kMaxAttrValue));
-  DTORCH_RETURN_IF_ERROR(kernels::check_attr_max(kOp, "padding", pad, 4, kernels::kMaxAttrValue));
-  if (groups > kernels::kMaxAttrValue)
-    return op_error(StatusCode::kInvalidModel, kOp, "groups %lld is out of range", (long long)groups);
-  if (stride[0] < 1 || stride[1] < 1)
-    return op_error(StatusCode::kInvalidModel, kOp, "stride must be >= 1, got %s",
-                    kernels::ints_str(stride, 2).c_str());
-  if (dil[0] < 1 || dil[1] < 1)
-    return op_error(StatusCode::kInvalidModel, kOp, "dilation must be >= 1, got %s", kernels::ints_str(dil, 2).c_str());
-  for (int i = 0; i < 4; ++i)
-    if (pad[i] < 0)
-      return op_error(StatusCode::kInvalidModel, kOp, "padding (top, bottom, left, right) must be >= 0, got %s",
-                      kernels::ints_str(pad, 4).c_str());
-  if (groups < 1) return op_error(StatusCode::kInvalidModel, kOp, "groups must be >= 1, got %lld", (long long)groups);
-  g->n = x.shape.dims[0];
-  g->c = x.shape.dims[1];
-  g->h = x.shape.dims[2];
-  g->w = x.shape.dims[3];
-  g->o = w.shape.dims[0];
-  g->kh = w.shape.dims[2];
-  g->kw = w.shape.dims[3];
-  g->sh = stride[0];
-  g->sw = stride[1];
-  g->pt = pad[0];
-  g->pb = pad[1];
-  g->pl = pad[2];
-  g->pr = pad[3];
-  g->dh = dil[0];
-  g->dw = dil[1];
-  g->groups = groups;
-  if (g->c % groups != 0)
-    return op_error(StatusCode::kInvalidArgument, kOp, "input has %lld channels, which groups=%lld does not divide",
-                    (long long)g->c, (long long)groups);
-  if (g->o % groups != 0)
-    return op_error(StatusCode::kInvalidModel, kOp, "weight has %lld output channels, which groups=%lld does not divide",
-                    (long long)g->o, (long long)groups);
-  g->cg = g->c / groups;
-  g->og = g->o / groups;
-  if (w.shape.dims[1] != g->cg)
-    return op_error(StatusCode::kInvalidArgument, kOp,
-                    "input has %lld channels but the weight expects %lld (weight %s, groups=%lld)", (long long)g->c,
-                    (long long)(w.shape.dims[1] * groups), ::dtorch::shape_str(w.shape).c_str(), (long long)groups);
-  if (g->kh < 1 || g->kw < 1)
-    return op_error(StatusCode::kInvalidModel, kOp, "weight has an empty kernel: %s", ::dtorch::shape_str(w.shape).c_str());
+  DTORCH_RETURN_IF_ERROR(kernels::checked_conv_geometry(kOp, attrs, in, g));
   if (kernels::optional_present(in, n_in, 2)) DTORCH_RETURN_IF_ERROR(kernels::check_vector(kOp, "bias", in[2], g->o));
-  const int64_t eh = g->h + g->pt + g->pb - g->dh * (g->kh - 1) - 1;
-  const int64_t ew = g->w + g->pl + g->pr - g->dw * (g->kw - 1) - 1;
-  if (eh < 0 || ew < 0)
-    return op_error(StatusCode::kInvalidArgument, kOp,
-                    "input %s (padded to %lldx%lld) is smaller than the dilated kernel %lldx%lld",
-                    ::dtorch::shape_str(x.shape).c_str(), (long long)(g->h + g->pt + g->pb),
-                    (long long)(g->w + g->pl + g->pr), (long long)(g->dh * (g->kh - 1) + 1),
-                    (long long)(g->dw * (g->kw - 1) + 1));
-  g->oh = eh / g->sh + 1;
-  g->ow = ew / g->sw + 1;
-  g->depthwise = g->cg == 1 && groups == g->c;
-  g->pointwise = g->kh == 1 && g->kw == 1 && g->sh == 1 && g->sw == 1 && g->pt == 0 && g->pb == 0 && g->pl == 0 &&
-                 g->pr == 0;
+  g->depthwise = g->cg == 1 && g->groups == g->c;
   return Status::Ok();
 }
 
