@@ -16,7 +16,7 @@ from ._version import __version__
 
 # subpackages a user reaches as attributes (dt.nn, dt.optim, ...): imported on first access
 _LAZY_SUBPACKAGES = frozenset({"nn", "optim", "data", "vision", "amp", "autograd", "utils", "runtime", "edge",
-                               "random", "serialization", "models"})
+                               "random", "serialization", "models", "quant"})
 # every module of the package: `from . import X` inside dtorch imports X itself and never loads the API
 # (which would be circular while a module is half-initialized); names that are both a module and an API
 # object (dt.tensor is a function, dt.device a class) are the API object

@@ -44,7 +44,7 @@ class ExportResult:
 
 
 # The dtypes of the tensors of an exported graph: float32 math, int64 indices, and what comparisons and casts make.
-_TENSOR_DTYPES = ("float32", "int64", "int32", "bool")
+_TENSOR_DTYPES = ("float32", "int64", "int32", "int8", "bool")
 
 
 def _as_inputs(args: Any, what: str = "dt.export") -> list[Tensor]:
@@ -269,6 +269,13 @@ def prepare(model: Any, args: Any, *, input_names: Sequence[str] | None = None,
                     [np.ascontiguousarray(x._data) for x in inputs], [np.ascontiguousarray(o) for o in ta.eager_outputs])
 
 
+def graph_bytes(graph: Graph, in_names: list[str], out_names: list[str], *, opset: int = OPSET) -> bytes:
+    """The `.dtm` bytes of an optimized `graph`, memory-planned, with no metadata (a file for an in-process
+    session: calibration and comparison runs of int8 quantization)."""
+    spec, _ = _spec(graph, in_names, out_names, opset)
+    return build_bytes(spec)
+
+
 def write_graph(path: Path, graph: Graph, in_names: list[str], out_names: list[str], *, opset: int,
                 nodes_traced: int, passes: list[tuple[str, int, int]], traced_bytes: int,
                 extra_metadata: Sequence[tuple[str, str]] = (),
@@ -305,7 +312,37 @@ def export(model: Any, args: Any, f: str | os.PathLike[str], *, opset: int = 13,
     _as_inputs(args)
     _names(input_names, len(args) if isinstance(args, (tuple, list)) else 1, "input")
     check_writable(path)
+    from ..quant import QuantizedModel
+
+    if isinstance(model, QuantizedModel):
+        return _export_quantized(model, args, path, opset, input_names, output_names, dynamic_axes, bundle_example)
     p = prepare(model, args, input_names=input_names, output_names=output_names, dynamic_axes=dynamic_axes)
     return write_graph(path, p.graph, p.input_names, p.output_names, opset=opset, nodes_traced=p.nodes_traced,
                        passes=p.passes, traced_bytes=p.traced_bytes,
                        test_vector=(p.example_inputs, p.eager_outputs) if bundle_example else None)
+
+
+def _export_quantized(model: Any, args: Any, path: Path, opset: int, input_names: Sequence[str] | None,
+                      output_names: Sequence[str] | None, dynamic_axes: Mapping[str, Any] | None,
+                      bundle_example: bool) -> ExportResult:
+    """Write an int8 model (dt.quant.quantize's result): its graph is built; the example checks that it runs and,
+    with bundle_example, becomes the file's test vector."""
+    if dynamic_axes is not None:
+        raise ExportError("dynamic_axes cannot change an int8 model's dimensions; they were fixed when it was "
+                          "quantized (its batch dimension is dynamic when quantize traced a module)")
+    inputs = _as_inputs(args)
+    in_names = _names(input_names, len(inputs), "input") if input_names is not None else list(model.input_names)
+    out_names = list(output_names) if output_names is not None else list(model.output_names)
+    if len(in_names) != len(model.input_names) or len(out_names) != len(model.output_names):
+        raise ExportError(f"the int8 model has {len(model.input_names)} input(s) and {len(model.output_names)} "
+                          f"output(s); got {len(in_names)} input and {len(out_names)} output names")
+    example = [np.ascontiguousarray(x._data) for x in inputs]
+    outputs = model.run(*example)
+    n_float = sum(1 for n in model.graph.nodes if n.op not in ("quantize", "dequantize"))
+    meta = [("quantization", f"int8 ({model.method}, {'per-channel' if model.per_channel else 'per-tensor'} "
+                             f"weights, {model.calibration_batches} calibration batches)"),
+            ("int8_layers", str(sum(1 for layer in model.layers if layer.quantized))),
+            ("float_fallback_layers", ",".join(layer.name for layer in model.fallback_layers))]
+    return write_graph(path, model.graph, in_names, out_names, opset=opset, nodes_traced=n_float, passes=[],
+                       traced_bytes=0, extra_metadata=meta,
+                       test_vector=(example, [np.ascontiguousarray(o) for o in outputs]) if bundle_example else None)

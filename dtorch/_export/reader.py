@@ -19,6 +19,7 @@ from ..catalogue import ATTR_TYPES, OPSET, check_node
 from ..dtm.AttrType import AttrType
 from ..dtm.Model import Model as FModel
 from .errors import DtmFormatError
+from .graph import Graph, Node, Value
 from .planner import PlanNode, verify_plan
 from .writer import DTYPE_CODES, FILE_IDENTIFIER, FORMAT_VERSION, KIND_CODES, NodeSpec
 
@@ -61,6 +62,21 @@ class DtmFile:
     metadata: dict[str, str]
     test_vector: dict[str, list[np.ndarray]] | None = None
     extra: dict[str, Any] = field(default_factory=dict)
+
+    def to_graph(self) -> tuple[Graph, list[str], list[str]]:
+        """The model as the export IR again (the graph `dt.export` wrote, after its passes), with its input and
+        output names: what a pass over a written file (int8 quantization) starts from. Constants keep their data
+        (read-only views of the file's bytes); dynamic dimensions keep their names."""
+        values: list[Value] = []
+        for t in self.tensors:
+            kind = t.kind if t.kind in ("input", "constant") else "intermediate"
+            values.append(Value(tuple(t.example_shape), np.dtype(t.dtype), kind,
+                                None if t.data is None else np.asarray(t.data).astype(t.data.dtype.newbyteorder("=")),
+                                t.name if kind == "constant" else "", list(t.dims)))
+        nodes = [Node(n.op, [None if i < 0 else values[i] for i in n.inputs], [values[i] for i in n.outputs],
+                      dict(n.attrs), n.name) for n in self.nodes]
+        graph = Graph([values[i] for i in self.inputs], [values[i] for i in self.outputs], nodes)
+        return graph, [self.tensors[i].name for i in self.inputs], [self.tensors[i].name for i in self.outputs]
 
     def to_json(self) -> dict[str, Any]:
         """A JSON-ready summary (no weight data)."""

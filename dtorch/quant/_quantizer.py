@@ -1,0 +1,440 @@
+"""Post-training int8 quantization of an export graph: calibrate, quantize the products, keep the rest in float.
+
+`quantize` works on the graph `dt.export` writes (after BatchNorm folding and activation fusion), so a module
+(traced here), a `.dtm` file from `dt.export` and one imported from ONNX quantize the same way:
+
+1. Calibration: the float graph runs in the C++ runtime on the calibration batches with every tensor a product
+   reads or writes as an extra output; an observer per tensor (dtorch/quant/observers.py) gives its range.
+2. Each conv2d and linear with constant weights and no fused activation or a fused relu / relu6 becomes qconv2d /
+   qlinear: weights per output channel (or per tensor) symmetric in [-127, 127], the bias int32 at scale
+   x_scale * w_scale[o], the activation the requantization's clamp. Everything else stays float32; `quantize` and
+   `dequantize` nodes convert where an int8 tensor meets a float operator, and the graph's outputs are float32.
+3. With `fallback_threshold`, a layer whose int8 output differs from the float one by more than the threshold
+   (relative RMS error on the calibration batches) is kept in float, and the graph is built again.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from .._export.graph import Graph, Node, Value, constant
+from ._fixed_point import WMAX
+from .observers import METHODS, Observer, make_observer
+
+__all__ = ["QUANTIZABLE_OPS", "LayerQuant", "QuantizationError", "QuantizedModel", "quantize"]
+
+#: Float operators quantize turns into int8 ones, and the int8 operator each becomes.
+QUANTIZABLE_OPS = {"conv2d": "qconv2d", "linear": "qlinear"}
+_FUSABLE = ("none", "relu", "relu6")
+_CONV_ATTRS = ("stride", "padding", "dilation", "groups")
+
+
+class QuantizationError(ValueError):
+    """Quantization cannot go on: what was wrong and what to do."""
+
+
+@dataclass
+class LayerQuant:
+    """One product of the float graph: how it was quantized, or why it stayed float."""
+
+    name: str  # the node's module path (or op#index)
+    op: str
+    quantized: bool
+    reason: str = ""  # why it stayed float
+    x_scale: float = 0.0
+    x_zero_point: int = 0
+    y_scale: float = 0.0
+    y_zero_point: int = 0
+    error: float | None = None  # relative RMS error of its int8 output on the calibration batches
+
+
+@dataclass
+class QuantizedModel:
+    """An int8 model: the quantized graph (int8 products, float32 elsewhere) beside the float graph it came from.
+
+    Call it like the float model (arrays or dtorch tensors in, float32 dtorch tensors out); `dt.export(qmodel,
+    example_input, "model_int8.dtm")` writes it; `dt.quant.compare(model, qmodel, val_loader)` measures it."""
+
+    graph: Graph
+    input_names: list[str]
+    output_names: list[str]
+    float_graph: Graph | None
+    layers: list[LayerQuant]
+    method: str = "minmax"
+    per_channel: bool = True
+    calibration_batches: int = 0
+    _session: Any = field(default=None, repr=False)
+
+    @property
+    def fallback_layers(self) -> list[LayerQuant]:
+        return [layer for layer in self.layers if not layer.quantized]
+
+    def to_bytes(self) -> bytes:
+        from .._export.exporter import graph_bytes
+
+        return graph_bytes(self.graph, self.input_names, self.output_names)
+
+    def run(self, *inputs: Any) -> list[np.ndarray]:
+        """The outputs (float32 arrays) for these inputs, computed by the C++ runtime's int8 kernels."""
+        from ..runtime import InferenceSession
+
+        if self._session is None:
+            self._session = InferenceSession(self.to_bytes())
+        arrays = _arrays(inputs, len(self.input_names), "QuantizedModel")
+        out = self._session.run(None, dict(zip(self.input_names, arrays)))
+        return list(out)
+
+    def __call__(self, *inputs: Any) -> Any:
+        from ..creation import tensor
+
+        outs = [tensor(o) for o in self.run(*inputs)]
+        return outs[0] if len(outs) == 1 else tuple(outs)
+
+    @classmethod
+    def from_file(cls, path: str | os.PathLike[str]) -> QuantizedModel:
+        """An int8 `.dtm` file as a QuantizedModel (its float graph is not in the file: None)."""
+        from .._export.reader import read_dtm
+
+        g, ins, outs = read_dtm(path).to_graph()
+        layers = [LayerQuant(n.name, n.op, True, x_scale=float(n.attrs["x_scale"]),
+                             x_zero_point=int(n.attrs["x_zero_point"]), y_scale=float(n.attrs["y_scale"]),
+                             y_zero_point=int(n.attrs["y_zero_point"]))
+                  for n in g.nodes if n.op in QUANTIZABLE_OPS.values()]
+        if not layers:
+            raise QuantizationError(f"{os.fspath(path)!r} has no int8 layer; quantize it first (dtorch-edge quantize)")
+        return cls(g, ins, outs, None, layers)
+
+
+# --- the model's float graph -------------------------------------------------------------------------------------
+
+def _arrays(inputs: Sequence[Any], n: int, what: str) -> list[np.ndarray]:
+    from ..tensor import Tensor
+
+    if len(inputs) != n:
+        raise QuantizationError(f"{what} takes {n} input(s), got {len(inputs)}")
+    out = []
+    for x in inputs:
+        a = x._data if isinstance(x, Tensor) else np.asarray(x)
+        if a.dtype.kind == "f" and a.dtype != np.float32:
+            a = a.astype(np.float32)
+        out.append(np.ascontiguousarray(a))
+    return out
+
+
+def batch_inputs(item: Any, n_inputs: int) -> list[Any]:
+    """The model inputs of one loader item: the item itself (one input), or the first n_inputs elements of a tuple
+    or list such as (x, y) (a labelled batch)."""
+    if isinstance(item, dict):
+        raise QuantizationError("a loader item must be an array, a tensor, or a tuple (inputs..., label), got a dict")
+    if isinstance(item, (tuple, list)):
+        if len(item) < n_inputs:
+            raise QuantizationError(f"a loader item has {len(item)} element(s) but the model takes {n_inputs} "
+                                    f"input(s)")
+        return list(item[:n_inputs])
+    if n_inputs != 1:
+        raise QuantizationError(f"the model takes {n_inputs} inputs; a loader item must be a tuple of them")
+    return [item]
+
+
+def float_graph_of(model: Any, example: list[Any]) -> tuple[Graph, list[str], list[str]]:
+    """The float export graph of a module (traced with `example`, batch dimension dynamic) or of a `.dtm` path."""
+    if isinstance(model, QuantizedModel):
+        raise QuantizationError("the model is already quantized")
+    if isinstance(model, (str, os.PathLike)):
+        from .._export.reader import read_dtm
+
+        return read_dtm(Path(os.fspath(model))).to_graph()
+    if not callable(model):
+        raise QuantizationError(f"model must be a dtorch.nn.Module or a .dtm path, got {type(model).__name__}")
+    from .._export.exporter import prepare
+    from ..tensor import Tensor
+
+    args = [x if isinstance(x, Tensor) else _tensor(x) for x in example]
+    names = ["input"] if len(args) == 1 else [f"input{i}" for i in range(len(args))]
+    was_training = getattr(model, "training", False)
+    if was_training and hasattr(model, "eval"):
+        model.eval()
+    try:
+        axes = {nm: {0: "batch"} for nm in names} if all(a.ndim >= 1 for a in args) else None
+        p = prepare(model, tuple(args), input_names=names, dynamic_axes=axes, what="dt.quant.quantize")
+    finally:
+        if was_training and hasattr(model, "train"):
+            model.train()
+    return p.graph, p.input_names, p.output_names
+
+
+def _tensor(x: Any) -> Any:
+    from ..creation import tensor
+
+    a = np.asarray(x)
+    return tensor(a.astype(np.float32) if a.dtype.kind == "f" else a)
+
+
+# --- calibration -------------------------------------------------------------------------------------------------
+
+def _observing_graph(g: Graph, watch: list[Value]) -> tuple[Graph, list[Value]]:
+    """g with the watched intermediate tensors as extra outputs (graph inputs and outputs are read directly)."""
+    have = {v.uid for v in g.outputs} | {v.uid for v in g.inputs}
+    extra = [v for v in watch if v.uid not in have and not v.is_const]
+    return Graph(list(g.inputs), list(g.outputs) + extra, list(g.nodes)), extra
+
+
+def run_with(g: Graph, in_names: list[str], out_names: list[str], watch: list[Value],
+             batches: Iterable[list[np.ndarray]]) -> Iterable[dict[int, np.ndarray]]:
+    """For each batch: every watched tensor's value (by uid) and the graph's outputs, from one runtime session."""
+    from .._export.exporter import graph_bytes
+    from ..runtime import InferenceSession
+
+    og, extra = _observing_graph(g, watch)
+    names = list(out_names) + [f"__watch{i}" for i in range(len(extra))]
+    session = InferenceSession(graph_bytes(og, in_names, names))
+    for i, arrays in enumerate(batches):
+        try:
+            outs = session.run(None, dict(zip(in_names, arrays)))
+        except Exception as e:
+            raise QuantizationError(f"batch {i} cannot run through the model: {e}") from None
+        values = {v.uid: a for v, a in zip(og.outputs, outs)}
+        values.update({v.uid: a for v, a in zip(g.inputs, arrays)})
+        yield values
+
+
+def _candidates(g: Graph) -> tuple[list[Node], list[LayerQuant]]:
+    """The products quantize can take, and a LayerQuant for every conv2d / linear (the others with their reason)."""
+    cands, layers = [], []
+    for i, n in enumerate(g.nodes):
+        if n.op not in QUANTIZABLE_OPS:
+            continue
+        name = n.name or f"{n.op}#{i}"
+        w = n.inputs[1] if len(n.inputs) > 1 else None
+        act = n.attrs.get("activation", "none")
+        why = ""
+        if w is None or not w.is_const:
+            why = "its weight is not a constant"
+        elif act not in _FUSABLE:
+            why = f"its fused activation {act!r} has no int8 form (none, relu and relu6 do)"
+        elif n.inputs[0] is None or np.dtype(n.inputs[0].dtype) != np.float32:
+            why = "its input is not float32"
+        elif n.op == "conv2d" and len(w.shape) != 4:
+            why = "its weight is not 4-D"
+        elif len(n.inputs) > 2 and n.inputs[2] is not None and not n.inputs[2].is_const:
+            why = "its bias is not a constant"
+        layers.append(LayerQuant(name, n.op, not why, why))
+        if not why:
+            cands.append(n)
+    return cands, layers
+
+
+# --- building the int8 graph -------------------------------------------------------------------------------------
+
+def _weight_scales(w: np.ndarray, per_channel: bool) -> np.ndarray:
+    a = np.abs(w.astype(np.float64)).reshape(w.shape[0], -1)
+    m = a.max(axis=1) if per_channel else np.full(w.shape[0], a.max() if a.size else 0.0)
+    return (m / WMAX).astype(np.float32)
+
+
+def _quantize_weights(w: np.ndarray, ws: np.ndarray) -> np.ndarray:
+    s = ws.astype(np.float64).reshape((-1,) + (1,) * (w.ndim - 1))
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(s > 0, np.rint(w.astype(np.float64) / np.where(s > 0, s, 1.0)), 0.0)
+    return np.clip(q, -WMAX, WMAX).astype(np.int8)
+
+
+def _quantize_bias(b: np.ndarray | None, x_scale: float, ws: np.ndarray) -> np.ndarray | None:
+    if b is None:
+        return None
+    s = x_scale * ws.astype(np.float64)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(s > 0, np.rint(b.astype(np.float64) / np.where(s > 0, s, 1.0)), 0.0)
+    return np.clip(q, -(2**31), 2**31 - 1).astype(np.int32)
+
+
+def build_int8_graph(g: Graph, take: list[Node], params: dict[int, tuple[float, int]],
+                     per_channel: bool) -> tuple[Graph, dict[int, Value]]:
+    """g with the nodes of `take` as int8 products, quantize / dequantize where int8 meets float, float outputs;
+    and the int8 tensor that holds each float tensor quantized (by the float tensor's uid)."""
+    out = Graph(list(g.inputs), [], [])
+    take_ids = {id(n) for n in take}
+    int8_of: dict[int, Value] = {}
+    have_float = {v.uid for v in g.inputs}
+
+    def as_float(v: Value) -> Value:
+        if v.is_const or v.uid in have_float:
+            return v
+        q = int8_of[v.uid]
+        s, zp = params[v.uid]
+        out.nodes.append(Node("dequantize", [q], [v], {"scale": s, "zero_point": zp}, q.name))
+        have_float.add(v.uid)
+        return v
+
+    def as_int8(v: Value, at: str) -> Value:
+        if v.uid in int8_of:
+            return int8_of[v.uid]
+        f = as_float(v)
+        s, zp = params[v.uid]
+        q = Value(v.shape, np.dtype(np.int8), dims=v.dims, name=at)
+        out.nodes.append(Node("quantize", [f], [q], {"scale": s, "zero_point": zp}, at))
+        int8_of[v.uid] = q
+        return q
+
+    for n in g.nodes:
+        if id(n) not in take_ids:
+            for v in n.inputs:
+                if v is not None:
+                    as_float(v)
+            out.nodes.append(n)
+            have_float.update(o.uid for o in n.outputs)
+            continue
+        x, w = n.inputs[0], n.inputs[1]
+        b = n.inputs[2] if len(n.inputs) > 2 else None
+        y = n.outputs[0]
+        assert x is not None and w is not None and w.data is not None
+        xs, xz = params[x.uid]
+        ys, yz = params[y.uid]
+        ws = _weight_scales(w.data, per_channel)
+        xq = as_int8(x, n.name)
+        wq = constant(_quantize_weights(w.data, ws), name=f"{w.name or n.name}.int8")
+        wsv = constant(ws, name=f"{w.name or n.name}.scale")
+        bq = _quantize_bias(None if b is None else b.data, xs, ws)
+        bv = None if bq is None else constant(bq, name=f"{(b.name if b is not None else '') or n.name}.int32")
+        attrs: dict[str, Any] = {k: n.attrs[k] for k in _CONV_ATTRS if k in n.attrs} if n.op == "conv2d" else {}
+        attrs.update(x_scale=xs, x_zero_point=xz, y_scale=ys, y_zero_point=yz,
+                     activation=n.attrs.get("activation", "none"))
+        yq = Value(y.shape, np.dtype(np.int8), dims=y.dims, name=n.name)
+        out.nodes.append(Node(QUANTIZABLE_OPS[n.op], [xq, wq, wsv, bv], [yq], attrs, n.name))
+        int8_of[y.uid] = yq
+    out.outputs = [as_float(v) for v in g.outputs]
+    return out, int8_of
+
+
+# --- the public entry ------------------------------------------------------------------------------------------
+
+def _positional_inputs(model: Any) -> int:
+    """How many inputs a module's forward takes (its required positional parameters; 1 when it cannot say)."""
+    import inspect
+
+    fwd = getattr(model, "forward", model)
+    try:
+        params = inspect.signature(fwd).parameters.values()
+    except (TypeError, ValueError):
+        return 1
+    n = sum(1 for p in params if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD) and p.default is p.empty)
+    return max(1, n)
+
+
+def _calibration_batches(loader: Any, n_inputs: int, num_batches: int) -> list[list[np.ndarray]]:
+    if isinstance(loader, (str, bytes)) or not hasattr(loader, "__iter__"):
+        raise QuantizationError(f"calib_loader must be an iterable of batches (a DataLoader, a list of arrays), got "
+                                f"{type(loader).__name__}")
+    out = []
+    for item in loader:
+        out.append(_arrays(batch_inputs(item, n_inputs), n_inputs, "a calibration batch"))
+        if len(out) >= num_batches:
+            break
+    if not out:
+        raise QuantizationError("the calibration loader yielded no batches; give it a few hundred representative "
+                                "samples")
+    return out
+
+
+def rel_error(ref: np.ndarray, got: np.ndarray) -> float:
+    """RMS of got - ref over RMS of ref (0 when both are 0)."""
+    ref64, got64 = ref.astype(np.float64), got.astype(np.float64)
+    den = float(np.sqrt(np.mean(ref64**2))) if ref64.size else 0.0
+    num = float(np.sqrt(np.mean((got64 - ref64) ** 2))) if ref64.size else 0.0
+    return num / den if den > 0 else (0.0 if num == 0 else float("inf"))
+
+
+def quantize(model: Any, calib_loader: Any, method: str = "minmax", per_channel: bool = True,
+             num_batches: int = 32, fallback_threshold: float | None = None, percentile: float = 99.99
+             ) -> QuantizedModel:
+    """Post-training static int8 quantization (see the module's docstring).
+
+    model: a dtorch.nn.Module (traced with the first calibration batch, its batch dimension dynamic) or the path
+    of a float `.dtm` (from `dt.export` or `dtorch.onnx.import_model`). calib_loader: an iterable of batches, each an
+    input array / tensor or a tuple (inputs..., label); the first `num_batches` are used. method: how each
+    activation's range is chosen, "minmax", "percentile" (`percentile`, 99.99 by default) or "mse".
+    fallback_threshold: keep in float the layers whose int8 output's relative RMS error exceeds it."""
+    if method not in METHODS:
+        raise QuantizationError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
+    if isinstance(num_batches, bool) or not isinstance(num_batches, int) or num_batches < 1:
+        raise QuantizationError(f"num_batches must be a positive int, got {num_batches!r}")
+    if fallback_threshold is not None and not (isinstance(fallback_threshold, (int, float)) and fallback_threshold > 0):
+        raise QuantizationError(f"fallback_threshold must be a number > 0 or None, got {fallback_threshold!r}")
+    n_inputs = 1
+    if isinstance(model, (str, os.PathLike)):
+        fg, in_names, out_names = float_graph_of(model, [])
+        n_inputs = len(in_names)
+        batches = _calibration_batches(calib_loader, n_inputs, num_batches)
+    else:
+        n_inputs = _positional_inputs(model)
+        batches = _calibration_batches(calib_loader, n_inputs, num_batches)
+        fg, in_names, out_names = float_graph_of(model, batches[0])
+        if len(in_names) != n_inputs:
+            raise QuantizationError(f"the model takes {len(in_names)} input(s) but a calibration item holds "
+                                    f"{n_inputs}")
+    cands, layers = _candidates(fg)
+    if not cands:
+        reasons = "; ".join(f"{lq.name}: {lq.reason}" for lq in layers) or "it has no conv2d or linear"
+        raise QuantizationError(f"the model has no layer int8 can take ({reasons})")
+    watch: dict[int, Value] = {}
+    for n in cands:
+        for v in (n.inputs[0], n.outputs[0]):
+            assert v is not None
+            watch[v.uid] = v
+    observers: dict[int, Observer] = {uid: make_observer(method, percentile) for uid in watch}
+    for values in run_with(fg, in_names, out_names, list(watch.values()), batches):
+        for uid, obs in observers.items():
+            obs.observe(values[uid])
+    params = {uid: obs.qparams() for uid, obs in observers.items()}
+    by_node = {id(n): lq for n, lq in zip(cands, [lq for lq in layers if lq.quantized])}
+    for n in cands:
+        lq = by_node[id(n)]
+        lq.x_scale, lq.x_zero_point = params[n.inputs[0].uid]  # type: ignore[union-attr]
+        lq.y_scale, lq.y_zero_point = params[n.outputs[0].uid]
+    take = list(cands)
+    qg, int8_of = build_int8_graph(fg, take, params, per_channel)
+    _measure(fg, qg, int8_of, in_names, out_names, take, by_node, params, batches)
+    if fallback_threshold is not None:
+        for _ in range(len(cands)):
+            worse = [n for n in take if (by_node[id(n)].error or 0.0) > fallback_threshold]
+            if not worse:
+                break
+            for n in worse:
+                lq = by_node[id(n)]
+                lq.quantized = False
+                lq.reason = f"its int8 error {lq.error:.3g} exceeds fallback_threshold {fallback_threshold:g}"
+            take = [n for n in take if n not in worse]
+            if not take:
+                raise QuantizationError(f"every layer's int8 error exceeds fallback_threshold={fallback_threshold:g}; "
+                                        f"raise it or calibrate with more representative data")
+            qg, int8_of = build_int8_graph(fg, take, params, per_channel)
+            _measure(fg, qg, int8_of, in_names, out_names, take, by_node, params, batches)
+    return QuantizedModel(qg, in_names, out_names, fg, layers, method, per_channel, len(batches))
+
+
+def _measure(fg: Graph, qg: Graph, int8_of: dict[int, Value], in_names: list[str], out_names: list[str],
+             take: list[Node], by_node: dict[int, LayerQuant], params: dict[int, tuple[float, int]],
+             batches: list[list[np.ndarray]]) -> None:
+    """Each taken layer's relative RMS error: its dequantized int8 output against the float graph's, on the
+    calibration batches (both whole graphs run, so a layer's error includes what reaches it)."""
+    outs = [n.outputs[0] for n in take]
+    ref: dict[int, list[np.ndarray]] = {v.uid: [] for v in outs}
+    for values in run_with(fg, in_names, out_names, outs, batches):
+        for v in outs:
+            ref[v.uid].append(values[v.uid])
+    got: dict[int, list[np.ndarray]] = {v.uid: [] for v in outs}
+    for values in run_with(qg, in_names, out_names, [int8_of[v.uid] for v in outs], batches):
+        for v in outs:
+            q = int8_of[v.uid]
+            s, zp = params[v.uid]
+            got[v.uid].append((values[q.uid].astype(np.float32) - zp) * np.float32(s))
+    for n in take:
+        uid = n.outputs[0].uid
+        by_node[id(n)].error = rel_error(np.concatenate([a.ravel() for a in ref[uid]]),
+                                         np.concatenate([a.ravel() for a in got[uid]]))
