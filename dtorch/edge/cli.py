@@ -437,6 +437,98 @@ def import_cmd(model: Path, out: Path | None, dynamic: tuple[str, ...], static: 
     click.echo(f"wrote {dst}")
 
 
+def _sample_batches(model: Path, data: tuple[Path, ...], what: str) -> list[list[object]]:
+    """The batches of --calib / --input files for MODEL's inputs (each a .npy batch or a .npz of them)."""
+    from .._export.errors import DtmFormatError
+    from .._export.reader import read_dtm
+    from .ops_record import OpsError, find_data_files, load_batch
+
+    try:
+        f = read_dtm(model)
+        names = [f.tensors[i].name for i in f.inputs]
+        return [[b[n] for n in names] for b in (load_batch(p, names) for p in find_data_files(data))]
+    except (OpsError, DtmFormatError) as e:
+        click.echo(f"error: {what}: {e}", err=True)
+        sys.exit(1)
+
+
+@main.command("quantize")
+@click.argument("model", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--calib", "calib", required=True, multiple=True, type=click.Path(path_type=Path),
+              help="Calibration inputs: a .npy file (one batch of the model's single input), a .npz file (one array "
+                   "per input, keyed by input name) or a folder of them. Repeatable.")
+@click.option("-o", "--out", required=True, type=click.Path(dir_okay=False, path_type=Path),
+              help="The int8 .dtm to write (atomically).")
+@click.option("--method", type=click.Choice(["minmax", "percentile", "mse"]), default="minmax", show_default=True,
+              help="How each activation's int8 range is chosen.")
+@click.option("--per-tensor", is_flag=True, help="One weight scale per layer instead of one per output channel.")
+@click.option("--num-batches", type=click.IntRange(min=1), default=32, show_default=True,
+              help="Calibration batches used (files, in name order).")
+@click.option("--fallback-threshold", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Keep in float the layers whose int8 output's relative RMS error exceeds this.")
+@click.option("--json", "as_json", is_flag=True, help="Print the layers as JSON.")
+def quantize_cmd(model: Path, calib: tuple[Path, ...], out: Path, method: str, per_tensor: bool, num_batches: int,
+                 fallback_threshold: float | None, as_json: bool) -> None:
+    """Quantize a float .dtm (from dt.export or `dtorch-edge import`) to int8 with calibration inputs: conv2d and
+    linear run int8 kernels, the rest stays float32; the layers, their scales and errors are listed."""
+    import json
+
+    import dtorch as dt
+    from .._export.errors import ExportError
+    from ..quant import QuantizationError
+
+    batches = _sample_batches(model, calib, "--calib")
+    try:
+        qmodel = dt.quant.quantize(model, batches, method=method, per_channel=not per_tensor, num_batches=num_batches,
+                                   fallback_threshold=fallback_threshold)
+        dt.export(qmodel, tuple(dt.tensor(a) for a in batches[0]), out)
+    except (QuantizationError, ExportError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    if as_json:
+        click.echo(json.dumps({"path": str(out), "method": method, "calibration_batches": qmodel.calibration_batches,
+                               "layers": [vars(layer) for layer in qmodel.layers]}, indent=2))
+        return
+    rows = [["layer", "op", "int8", "x scale / zp", "y scale / zp", "rel err"]]
+    for layer in qmodel.layers:
+        rows.append([layer.name, layer.op, "yes" if layer.quantized else f"no: {layer.reason}",
+                     f"{layer.x_scale:.4g} / {layer.x_zero_point}" if layer.quantized else "-",
+                     f"{layer.y_scale:.4g} / {layer.y_zero_point}" if layer.quantized else "-",
+                     "-" if layer.error is None else f"{layer.error:.4f}"])
+    for line in _table(rows):
+        click.echo(line)
+    n = sum(1 for layer in qmodel.layers if layer.quantized)
+    click.echo(f"wrote {out}: {n} of {len(qmodel.layers)} layers int8 ({method}, {qmodel.calibration_batches} "
+               f"calibration batches)")
+
+
+@main.command("compare")
+@click.argument("float_model", type=click.Path(dir_okay=False, path_type=Path))
+@click.argument("int8_model", type=click.Path(dir_okay=False, path_type=Path))
+@click.option("--input", "inputs", required=True, multiple=True, type=click.Path(path_type=Path),
+              help="Inputs: a .npy file, a .npz file or a folder of them. Repeatable.")
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+def compare_cmd(float_model: Path, int8_model: Path, inputs: tuple[Path, ...], as_json: bool) -> None:
+    """Compare an int8 .dtm with the float .dtm it was quantized from: top-1 agreement, output error and each
+    layer's error, worst layer first."""
+    import json
+
+    import dtorch as dt
+    from .._export.errors import DtmFormatError
+    from ..quant import QuantizationError
+
+    batches = _sample_batches(float_model, inputs, "--input")
+    try:
+        report = dt.quant.compare(float_model, int8_model, batches)
+    except (QuantizationError, DtmFormatError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2))
+        return
+    click.echo(report.table())
+
+
 @main.group("ops")
 def ops_group() -> None:
     """Operator lists for pruned builds: record what a model executes, list what models need."""

@@ -197,3 +197,46 @@ def test_observers():
     assert sq_error((lo, hi)) <= 1.02 * min(sq_error((full[0] * f, full[1] * f)) for f in np.linspace(0.3, 1, 15))
     with pytest.raises(ValueError, match="percentile"):
         HistogramObserver("percentile", 20)
+
+
+def test_cli_quantize_and_compare(trained, loaders, tmp_path):
+    from click.testing import CliRunner
+
+    from dtorch.edge.cli import main
+
+    calib, val = loaders
+    x, _ = next(iter(val))
+    dt.export(trained, x[:1], tmp_path / "m.dtm", input_names=["input"], dynamic_axes={"input": {0: "batch"}})
+    cal = tmp_path / "calib"
+    cal.mkdir()
+    for i, (xb, _) in enumerate(calib):
+        np.save(cal / f"batch{i:02d}.npy", xb.numpy())
+        if i == 3:
+            break
+    np.save(tmp_path / "val.npy", x.numpy())
+    r = CliRunner().invoke(main, ["quantize", str(tmp_path / "m.dtm"), "--calib", str(cal), "-o",
+                                  str(tmp_path / "q.dtm"), "--method", "mse"])
+    assert r.exit_code == 0, r.output
+    assert "backbone.0" in r.output and "4 of 4 layers int8" in r.output
+    assert (tmp_path / "q.dtm").exists()
+    r = CliRunner().invoke(main, ["compare", str(tmp_path / "m.dtm"), str(tmp_path / "q.dtm"), "--input",
+                                  str(tmp_path / "val.npy"), "--json"])
+    assert r.exit_code == 0, r.output
+    import json
+
+    rep = json.loads(r.output)
+    assert rep["samples"] == 128 and rep["top1_agreement"] >= 0.97 and len(rep["layers"]) == 4
+    # errors: one clear line, nothing written
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    r = CliRunner().invoke(main, ["quantize", str(tmp_path / "m.dtm"), "--calib", str(empty), "-o",
+                                  str(tmp_path / "bad.dtm")])
+    assert r.exit_code == 1 and "holds no .npy or .npz files" in r.output
+    np.save(tmp_path / "wrong.npy", np.zeros((2, 5, 32, 32), np.float32))
+    r = CliRunner().invoke(main, ["quantize", str(tmp_path / "m.dtm"), "--calib", str(tmp_path / "wrong.npy"), "-o",
+                                  str(tmp_path / "bad.dtm")])
+    assert r.exit_code == 1 and "cannot run through the model" in r.output
+    assert not (tmp_path / "bad.dtm").exists()
+    r = CliRunner().invoke(main, ["compare", str(tmp_path / "m.dtm"), str(tmp_path / "m.dtm"), "--input",
+                                  str(tmp_path / "val.npy")])
+    assert r.exit_code == 1 and "no int8 layer" in r.output
