@@ -121,9 +121,10 @@ F32 = "float32"
 I64 = "int64"
 I32 = "int32"
 BOOL = "bool"
+I8 = "int8"
 #: The dtypes of the data-movement kernels that only copy elements (reshape, concat, slice, ...): any of these costs
-#: one kernel that moves 1-, 4- or 8-byte elements.
-MOVABLE_DTYPES = (F32, I64, I32, BOOL)
+#: one kernel that moves 1-, 4- or 8-byte elements (int8: the tensors of int8 models between their products).
+MOVABLE_DTYPES = (F32, I64, I32, BOOL, I8)
 
 
 @dataclass(frozen=True)

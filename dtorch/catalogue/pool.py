@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ._schema import MAX_ATTR_VALUE as _BIG
-from ._schema import REQUIRED, Attr, OpDef, Operand, flag
+from ._schema import REQUIRED, Attr, OpDef, Operand, Signature, flag
 
 _X = (Operand("x", "(N, C, H, W)"),)
 
@@ -20,7 +20,9 @@ OPS = [
     OpDef("max_pool2d", "max over each window (PyTorch's MaxPool2d)", _X,
           attrs=(_ints2("kernel", 1), _ints2("stride", 1, None, doc="default: the kernel"), _ints2("padding", 0, [0, 0]),
                  _ints2("dilation", 1, [1, 1]), flag("ceil_mode", 0)),
-          shape="PyTorch's rule", eager=("max_pool2d",), family="pool"),
+          signatures=(Signature(("float32",), ("float32",)), Signature(("int8",), ("int8",))),
+          shape="PyTorch's rule (int8: the same windows; a max commutes with quantization)", eager=("max_pool2d",),
+          family="pool"),
     OpDef("avg_pool2d", "mean over each window (PyTorch's AvgPool2d)", _X,
           attrs=(_ints2("kernel", 1), _ints2("stride", 1, None, doc="default: the kernel"), _ints2("padding", 0, [0, 0]),
                  flag("ceil_mode", 0), flag("count_include_pad", 1),

@@ -11,7 +11,8 @@ x_scale * w_scale[o] / y_scale (integer only, so every target gives the same bit
 from __future__ import annotations
 
 from ._schema import MAX_ATTR_VALUE as _BIG
-from ._schema import REQUIRED, Attr, OpDef, Operand, Signature
+from ._schema import MAX_DIMS as _MAXD
+from ._schema import REQUIRED, Attr, OpDef, Operand, Signature, flag
 
 F32, I8, I32 = "float32", "int8", "int32"
 
@@ -43,6 +44,9 @@ _IO_ATTRS = (
 
 _PRODUCT_SIG = (Signature((I8, I8, F32, I32), (I8,)),)
 
+#: The largest number of values one qmean output averages (its int32 sum of |x - zp| <= 255 stays exact).
+QMEAN_MAX_COUNT = 2**23
+
 OPS = [
     OpDef("quantize", "float32 -> int8 as ONNX QuantizeLinear: saturate(round_half_even(x / scale) + zero_point); "
           "NaN -> zero_point", (Operand("x", "any shape, float32"),), attrs=_QUANT_ATTRS,
@@ -62,4 +66,22 @@ OPS = [
            Operand("w_scale", "(M) float32: each output feature's weight scale"),
            Operand("b", "(M) int32 at scale x_scale * w_scale[m]", optional=True)),
           attrs=_IO_ATTRS, signatures=_PRODUCT_SIG, shape="(..., M)", family="quant"),
+    OpDef("qadd", "int8 a + b (NumPy broadcasting) as TFLite's ADD: each input shifted left 20 bits and rescaled "
+          "to twice the larger input scale, summed, requantized to the output; then the fused clamp",
+          (Operand("a", "int8"), Operand("b", "int8, broadcastable with a")),
+          attrs=(_scale("a_scale", "a's scale"), _zero_point("a_zero_point", "a's zero point"),
+                 _scale("b_scale", "b's scale"), _zero_point("b_zero_point", "b's zero point"),
+                 _scale("y_scale", "output scale"), _zero_point("y_zero_point", "output zero point"),
+                 Attr("activation", "string", "none", choices=("none", "relu", "relu6"),
+                      doc="the fused activation, as the output's clamp")),
+          signatures=(Signature((I8, I8), (I8,)),), shape="NumPy broadcasting of a and b", family="quant"),
+    OpDef("qmean", "int8 mean over `axes`: the int32 sum of (x - x_zero_point) requantized with x_scale / (y_scale * "
+          "count) (at most 2^23 values per output)", (Operand("x", "int8"),),
+          attrs=(Attr("axes", "ints", None, lo=-_MAXD, hi=_MAXD - 1, length=(0, _MAXD),
+                      doc="absent = every dimension; an empty list reduces nothing"),
+                 flag("keepdim", 0),
+                 _scale("x_scale", "input scale"), _zero_point("x_zero_point", "input zero point"),
+                 _scale("y_scale", "output scale"), _zero_point("y_zero_point", "output zero point")),
+          signatures=(Signature((I8,), (I8,)),), shape="the reduced dims removed (kept as 1 with keepdim)",
+          scratch="one int32 per output element", family="quant"),
 ]

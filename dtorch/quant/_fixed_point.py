@@ -25,8 +25,8 @@ import math
 
 import numpy as np
 
-__all__ = ["QMAX", "QMIN", "WMAX", "dequantize", "multiply_by_multiplier", "quantize", "quantize_multiplier",
-           "requantize"]
+__all__ = ["ADD_LEFT_SHIFT", "QMAX", "QMIN", "WMAX", "activation_range", "dequantize", "multiply_by_multiplier", "qadd",
+           "qmean", "quantize", "quantize_multiplier", "requantize"]
 
 QMIN, QMAX = -128, 127  #: the int8 range of activations
 WMAX = 127  #: weights are symmetric: [-127, 127]
@@ -85,3 +85,40 @@ def dequantize(q: np.ndarray, scale: float, zero_point: int) -> np.ndarray:
     """int8 -> float32: (q - zero_point) * scale, the product in float32."""
     d = (np.asarray(q).astype(np.int32) - int(zero_point)).astype(np.float32)
     return d * np.float32(scale)
+
+
+def activation_range(activation: str, y_scale: float, y_zero_point: int) -> tuple[int, int]:
+    """The int8 clamp of a fused activation: none [-128, 127], relu [zp, 127], relu6 [zp, quantize(6)]."""
+    lo, hi = QMIN, QMAX
+    if activation in ("relu", "relu6"):
+        lo = max(lo, int(y_zero_point))
+    if activation == "relu6":
+        hi = min(hi, int(quantize(np.float32(6.0), y_scale, y_zero_point)))
+    return lo, max(lo, hi)
+
+
+ADD_LEFT_SHIFT = 20
+
+
+def qadd(a: np.ndarray, b: np.ndarray, a_scale: float, a_zero_point: int, b_scale: float, b_zero_point: int,
+         y_scale: float, y_zero_point: int, activation: str = "none") -> np.ndarray:
+    """int8 a + b as the qadd kernel (TFLite's ADD): both inputs shifted left 20 bits and rescaled to twice the larger
+    input scale, summed, requantized to the output."""
+    twice = 2.0 * max(float(a_scale), float(b_scale))
+    ma, ea = quantize_multiplier(float(a_scale) / twice)
+    mb, eb = quantize_multiplier(float(b_scale) / twice)
+    my, ey = quantize_multiplier(twice / (float(1 << ADD_LEFT_SHIFT) * float(y_scale)))
+    sa = multiply_by_multiplier((np.asarray(a, np.int64) - a_zero_point) << ADD_LEFT_SHIFT, ma, ea).astype(np.int64)
+    sb = multiply_by_multiplier((np.asarray(b, np.int64) - b_zero_point) << ADD_LEFT_SHIFT, mb, eb).astype(np.int64)
+    lo, hi = activation_range(activation, y_scale, y_zero_point)
+    return requantize(sa + sb, my, ey, y_zero_point, lo, hi)
+
+
+def qmean(x: np.ndarray, axes: tuple[int, ...], keepdims: bool, x_scale: float, x_zero_point: int, y_scale: float,
+          y_zero_point: int) -> np.ndarray:
+    """int8 mean over `axes` as the qmean kernel: the int32 sum of (x - zp) times x_scale / (y_scale * count)."""
+    x = np.asarray(x, np.int64) - x_zero_point
+    count = int(np.prod([x.shape[a] for a in axes], dtype=np.int64)) if axes else 1
+    acc = x.sum(axis=axes, keepdims=keepdims)
+    m, e = quantize_multiplier(float(x_scale) / (float(y_scale) * float(count)))
+    return requantize(acc, m, e, y_zero_point)

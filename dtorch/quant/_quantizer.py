@@ -29,8 +29,15 @@ from .observers import METHODS, Observer, make_observer
 
 __all__ = ["QUANTIZABLE_OPS", "LayerQuant", "QuantizationError", "QuantizedModel", "quantize"]
 
-#: Float operators quantize turns into int8 ones, and the int8 operator each becomes.
-QUANTIZABLE_OPS = {"conv2d": "qconv2d", "linear": "qlinear"}
+#: Float operators quantize turns into int8 ones, and the int8 operator each becomes: the products (weights
+#: quantized), and the operators that requantize their int8 inputs (taken when an input is int8 already).
+QUANTIZABLE_OPS = {"conv2d": "qconv2d", "linear": "qlinear", "mean": "qmean", "adaptive_avg_pool2d": "qmean",
+                   "add": "qadd"}
+_MEANS = ("mean", "adaptive_avg_pool2d")
+_PRODUCTS = ("conv2d", "linear")
+#: Operators that move or pick int8 values as they are: an int8 input gives an int8 output with its scale and zero
+#: point (a max commutes with quantization).
+PASS_THROUGH_OPS = ("max_pool2d", "reshape", "permute", "slice", "expand")
 _FUSABLE = ("none", "relu", "relu6")
 _CONV_ATTRS = ("stride", "padding", "dilation", "groups")
 
@@ -205,25 +212,35 @@ def run_with(g: Graph, in_names: list[str], out_names: list[str], watch: list[Va
 
 
 def _candidates(g: Graph) -> tuple[list[Node], list[LayerQuant]]:
-    """The products quantize can take, and a LayerQuant for every conv2d / linear (the others with their reason)."""
+    """The nodes quantize can take, and a LayerQuant for every node of QUANTIZABLE_OPS (with its reason when not)."""
     cands, layers = [], []
     for i, n in enumerate(g.nodes):
         if n.op not in QUANTIZABLE_OPS:
             continue
         name = n.name or f"{n.op}#{i}"
-        w = n.inputs[1] if len(n.inputs) > 1 else None
         act = n.attrs.get("activation", "none")
+        floats = [v for v in n.inputs if v is not None and not v.is_const]
         why = ""
-        if w is None or not w.is_const:
-            why = "its weight is not a constant"
+        if any(np.dtype(v.dtype) != np.float32 for v in floats) or np.dtype(n.outputs[0].dtype) != np.float32:
+            why = "it does not compute in float32"
         elif act not in _FUSABLE:
             why = f"its fused activation {act!r} has no int8 form (none, relu and relu6 do)"
-        elif n.inputs[0] is None or np.dtype(n.inputs[0].dtype) != np.float32:
-            why = "its input is not float32"
-        elif n.op == "conv2d" and len(w.shape) != 4:
-            why = "its weight is not 4-D"
-        elif len(n.inputs) > 2 and n.inputs[2] is not None and not n.inputs[2].is_const:
-            why = "its bias is not a constant"
+        elif n.op in _PRODUCTS:
+            w = n.inputs[1] if len(n.inputs) > 1 else None
+            if w is None or not w.is_const:
+                why = "its weight is not a constant"
+            elif n.op == "conv2d" and len(w.shape) != 4:
+                why = "its weight is not 4-D"
+            elif len(n.inputs) > 2 and n.inputs[2] is not None and not n.inputs[2].is_const:
+                why = "its bias is not a constant"
+            elif n.inputs[0] is None or n.inputs[0].is_const:
+                why = "its input is a constant"
+        elif n.op == "add" and len(floats) != 2:
+            why = "one of its operands is a constant"
+        elif n.op in _MEANS and (not floats or any(d == 0 for d in floats[0].shape)):
+            why = "its input is a constant or empty"
+        elif n.op == "adaptive_avg_pool2d" and list(n.attrs.get("output_size", [])) != [1, 1]:
+            why = "only its global form (output size 1 x 1) has an int8 kernel"
         layers.append(LayerQuant(name, n.op, not why, why))
         if not why:
             cands.append(n)
@@ -255,13 +272,16 @@ def _quantize_bias(b: np.ndarray | None, x_scale: float, ws: np.ndarray) -> np.n
 
 
 def build_int8_graph(g: Graph, take: list[Node], params: dict[int, tuple[float, int]],
-                     per_channel: bool) -> tuple[Graph, dict[int, Value]]:
-    """g with the nodes of `take` as int8 products, quantize / dequantize where int8 meets float, float outputs;
-    and the int8 tensor that holds each float tensor quantized (by the float tensor's uid)."""
+                     per_channel: bool) -> tuple[Graph, dict[int, Value], list[Node]]:
+    """g with the nodes of `take` in int8 (products always; mean and add when an input is int8 already), the
+    pass-through operators on int8 inputs in int8, quantize / dequantize where int8 meets float, float outputs.
+    Returns the graph, the int8 tensor holding each quantized float tensor (by the float tensor's uid) and the
+    nodes taken."""
     out = Graph(list(g.inputs), [], [])
     take_ids = {id(n) for n in take}
     int8_of: dict[int, Value] = {}
     have_float = {v.uid for v in g.inputs}
+    taken: list[Node] = []
 
     def as_float(v: Value) -> Value:
         if v.is_const or v.uid in have_float:
@@ -282,34 +302,67 @@ def build_int8_graph(g: Graph, take: list[Node], params: dict[int, tuple[float, 
         int8_of[v.uid] = q
         return q
 
+    def int8_out(y: Value, name: str) -> Value:
+        yq = Value(y.shape, np.dtype(np.int8), dims=y.dims, name=name)
+        int8_of[y.uid] = yq
+        return yq
+
+    def keep_float(n: Node) -> None:
+        for v in n.inputs:
+            if v is not None:
+                as_float(v)
+        out.nodes.append(n)
+        have_float.update(o.uid for o in n.outputs)
+
     for n in g.nodes:
-        if id(n) not in take_ids:
-            for v in n.inputs:
-                if v is not None:
-                    as_float(v)
-            out.nodes.append(n)
-            have_float.update(o.uid for o in n.outputs)
+        x = n.inputs[0] if n.inputs else None
+        if n.op in PASS_THROUGH_OPS and x is not None and x.uid in int8_of and x.uid in params:
+            y = n.outputs[0]
+            params[y.uid] = params[x.uid]
+            out.nodes.append(Node(n.op, [int8_of[x.uid], *n.inputs[1:]], [int8_out(y, n.name)], dict(n.attrs),
+                                  n.name))
             continue
-        x, w = n.inputs[0], n.inputs[1]
-        b = n.inputs[2] if len(n.inputs) > 2 else None
+        if id(n) not in take_ids:
+            keep_float(n)
+            continue
+        if n.op not in _PRODUCTS and not any(v is not None and v.uid in int8_of for v in n.inputs):
+            keep_float(n)  # its inputs are float: quantizing here would only add conversions
+            continue
+        taken.append(n)
         y = n.outputs[0]
+        ys, yz = params[y.uid]
+        if n.op in _MEANS:
+            xs, xz = params[x.uid]  # type: ignore[union-attr]
+            attrs = {k: n.attrs[k] for k in ("axes", "keepdim") if k in n.attrs} if n.op == "mean" else \
+                {"axes": [2, 3], "keepdim": 1}
+            attrs.update(x_scale=xs, x_zero_point=xz, y_scale=ys, y_zero_point=yz)
+            out.nodes.append(Node("qmean", [as_int8(x, n.name)], [int8_out(y, n.name)], attrs, n.name))  # type: ignore[arg-type]
+            continue
+        if n.op == "add":
+            a, b = n.inputs[0], n.inputs[1]
+            assert a is not None and b is not None
+            (as_, az), (bs, bz) = params[a.uid], params[b.uid]
+            attrs = {"a_scale": as_, "a_zero_point": az, "b_scale": bs, "b_zero_point": bz, "y_scale": ys,
+                     "y_zero_point": yz, "activation": n.attrs.get("activation", "none")}
+            out.nodes.append(Node("qadd", [as_int8(a, n.name), as_int8(b, n.name)], [int8_out(y, n.name)], attrs,
+                                  n.name))
+            continue
+        w = n.inputs[1]
+        b = n.inputs[2] if len(n.inputs) > 2 else None
         assert x is not None and w is not None and w.data is not None
         xs, xz = params[x.uid]
-        ys, yz = params[y.uid]
         ws = _weight_scales(w.data, per_channel)
         xq = as_int8(x, n.name)
         wq = constant(_quantize_weights(w.data, ws), name=f"{w.name or n.name}.int8")
         wsv = constant(ws, name=f"{w.name or n.name}.scale")
         bq = _quantize_bias(None if b is None else b.data, xs, ws)
         bv = None if bq is None else constant(bq, name=f"{(b.name if b is not None else '') or n.name}.int32")
-        attrs: dict[str, Any] = {k: n.attrs[k] for k in _CONV_ATTRS if k in n.attrs} if n.op == "conv2d" else {}
+        attrs = {k: n.attrs[k] for k in _CONV_ATTRS if k in n.attrs} if n.op == "conv2d" else {}
         attrs.update(x_scale=xs, x_zero_point=xz, y_scale=ys, y_zero_point=yz,
                      activation=n.attrs.get("activation", "none"))
-        yq = Value(y.shape, np.dtype(np.int8), dims=y.dims, name=n.name)
-        out.nodes.append(Node(QUANTIZABLE_OPS[n.op], [xq, wq, wsv, bv], [yq], attrs, n.name))
-        int8_of[y.uid] = yq
+        out.nodes.append(Node(QUANTIZABLE_OPS[n.op], [xq, wq, wsv, bv], [int8_out(y, n.name)], attrs, n.name))
     out.outputs = [as_float(v) for v in g.outputs]
-    return out, int8_of
+    return out, int8_of, taken
 
 
 # --- the public entry ------------------------------------------------------------------------------------------
@@ -379,14 +432,15 @@ def quantize(model: Any, calib_loader: Any, method: str = "minmax", per_channel:
             raise QuantizationError(f"the model takes {len(in_names)} input(s) but a calibration item holds "
                                     f"{n_inputs}")
     cands, layers = _candidates(fg)
-    if not cands:
-        reasons = "; ".join(f"{lq.name}: {lq.reason}" for lq in layers) or "it has no conv2d or linear"
+    if not any(n.op in _PRODUCTS for n in cands):
+        reasons = "; ".join(f"{lq.name}: {lq.reason}" for lq in layers if lq.op in _PRODUCTS) or \
+            "it has no conv2d or linear"
         raise QuantizationError(f"the model has no layer int8 can take ({reasons})")
     watch: dict[int, Value] = {}
     for n in cands:
-        for v in (n.inputs[0], n.outputs[0]):
-            assert v is not None
-            watch[v.uid] = v
+        for v in (*n.inputs, n.outputs[0]):
+            if v is not None and not v.is_const:
+                watch[v.uid] = v
     observers: dict[int, Observer] = {uid: make_observer(method, percentile) for uid in watch}
     for values in run_with(fg, in_names, out_names, list(watch.values()), batches):
         for uid, obs in observers.items():
@@ -397,12 +451,21 @@ def quantize(model: Any, calib_loader: Any, method: str = "minmax", per_channel:
         lq = by_node[id(n)]
         lq.x_scale, lq.x_zero_point = params[n.inputs[0].uid]  # type: ignore[union-attr]
         lq.y_scale, lq.y_zero_point = params[n.outputs[0].uid]
+
+    def build(take: list[Node]) -> tuple[Graph, list[Node]]:
+        qg, int8_of, taken = build_int8_graph(fg, take, params, per_channel)
+        for n in take:
+            if n not in taken:
+                by_node[id(n)].quantized = False
+                by_node[id(n)].reason = "its inputs are float (no int8 layer before it)"
+        _measure(fg, qg, int8_of, in_names, out_names, taken, by_node, params, batches)
+        return qg, taken
+
     take = list(cands)
-    qg, int8_of = build_int8_graph(fg, take, params, per_channel)
-    _measure(fg, qg, int8_of, in_names, out_names, take, by_node, params, batches)
+    qg, taken = build(take)
     if fallback_threshold is not None:
         for _ in range(len(cands)):
-            worse = [n for n in take if (by_node[id(n)].error or 0.0) > fallback_threshold]
+            worse = [n for n in taken if (by_node[id(n)].error or 0.0) > fallback_threshold]
             if not worse:
                 break
             for n in worse:
@@ -410,11 +473,10 @@ def quantize(model: Any, calib_loader: Any, method: str = "minmax", per_channel:
                 lq.quantized = False
                 lq.reason = f"its int8 error {lq.error:.3g} exceeds fallback_threshold {fallback_threshold:g}"
             take = [n for n in take if n not in worse]
-            if not take:
+            if not any(n.op in _PRODUCTS for n in take):
                 raise QuantizationError(f"every layer's int8 error exceeds fallback_threshold={fallback_threshold:g}; "
                                         f"raise it or calibrate with more representative data")
-            qg, int8_of = build_int8_graph(fg, take, params, per_channel)
-            _measure(fg, qg, int8_of, in_names, out_names, take, by_node, params, batches)
+            qg, taken = build(take)
     return QuantizedModel(qg, in_names, out_names, fg, layers, method, per_channel, len(batches))
 
 

@@ -25,24 +25,33 @@ inline constexpr int64_t int_choices_6ac70fdf46[] = {0, 1};
 inline constexpr DType dtypes_98fae34187[] = {DType::kFloat32, DType::kInt64};
 inline constexpr DType dtypes_3309a1236c[] = {DType::kFloat32, DType::kInt32};
 inline constexpr DType dtypes_4ab3a41210[] = {DType::kFloat32, DType::kBool};
+inline constexpr DType dtypes_74208c6fdd[] = {DType::kFloat32, DType::kInt8};
 inline constexpr DType dtypes_8c41980022[] = {DType::kInt64, DType::kFloat32};
 inline constexpr DType dtypes_46f62b39de[] = {DType::kInt64, DType::kInt32};
 inline constexpr DType dtypes_9ec4d6e877[] = {DType::kInt64, DType::kBool};
+inline constexpr DType dtypes_2462f6e46c[] = {DType::kInt64, DType::kInt8};
 inline constexpr DType dtypes_771ff3cbf0[] = {DType::kInt32, DType::kFloat32};
 inline constexpr DType dtypes_c01e69a87a[] = {DType::kInt32, DType::kInt64};
 inline constexpr DType dtypes_2838c67d46[] = {DType::kInt32, DType::kBool};
+inline constexpr DType dtypes_a924421dd6[] = {DType::kInt32, DType::kInt8};
 inline constexpr double defaults_0a3f2c23f6[] = {0.0, 0.0};
 inline constexpr DType dtypes_b72ddafcb1[] = {DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32, DType::kFloat32};
 inline constexpr const char* const string_choices_80ae18eaed[] = {"float32", "int64", "int32", "bool"};
 inline constexpr DType dtypes_78fcd5eaeb[] = {DType::kBool};
+inline constexpr DType dtypes_3f987ad5f2[] = {DType::kInt8};
 inline constexpr double defaults_5a731f4601[] = {1.0, 1.0};
 inline constexpr double defaults_321047e2f5[] = {0.0, 0.0, 0.0, 0.0};
 inline constexpr DType dtypes_3c4bd49986[] = {DType::kFloat32, DType::kFloat32, DType::kFloat32};
-inline constexpr DType dtypes_3f987ad5f2[] = {DType::kInt8};
 inline constexpr DType dtypes_5fcebe6f67[] = {DType::kBool, DType::kFloat32};
 inline constexpr DType dtypes_7818c6c7c4[] = {DType::kBool, DType::kInt64};
 inline constexpr DType dtypes_0972b955d4[] = {DType::kBool, DType::kInt32};
 inline constexpr DType dtypes_7d8f846ad1[] = {DType::kBool, DType::kBool};
+inline constexpr DType dtypes_1de2bd9096[] = {DType::kBool, DType::kInt8};
+inline constexpr DType dtypes_5ad259da48[] = {DType::kInt8, DType::kFloat32};
+inline constexpr DType dtypes_87fdc8c7dd[] = {DType::kInt8, DType::kInt64};
+inline constexpr DType dtypes_57e10a4dd4[] = {DType::kInt8, DType::kInt32};
+inline constexpr DType dtypes_10181f824b[] = {DType::kInt8, DType::kBool};
+inline constexpr DType dtypes_3be575d9c4[] = {DType::kInt8, DType::kInt8};
 inline constexpr const char* const string_choices_49484034b7[] = {"none", "tanh"};
 inline constexpr const char* const string_choices_b7701c0d2f[] = {"constant", "reflect", "replicate", "circular"};
 inline constexpr const char* const string_choices_08665888e6[] = {"none", "relu", "relu6"};
@@ -54,6 +63,7 @@ inline constexpr DType dtypes_b0699bdded[] = {DType::kBool, DType::kFloat32, DTy
 inline constexpr DType dtypes_f22aae3e51[] = {DType::kBool, DType::kInt64, DType::kInt64};
 inline constexpr DType dtypes_d5191d98fc[] = {DType::kBool, DType::kInt32, DType::kInt32};
 inline constexpr DType dtypes_e4d71ae4bd[] = {DType::kBool, DType::kBool, DType::kBool};
+inline constexpr DType dtypes_8efb528137[] = {DType::kBool, DType::kInt8, DType::kInt8};
 
 // abs: |x|
 inline constexpr DTypeSignature op_abs_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
@@ -105,8 +115,8 @@ inline constexpr AttrSpec op_arange_attrs[] = {
     {"step", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
     {"like_dims", AttrKind::kInts, false, true, true, -1.0, 7.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_arange_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_3309a1236c, 2, dtypes_86f5a46ec9, 1}, {dtypes_4ab3a41210, 2, dtypes_86f5a46ec9, 1}, {dtypes_8c41980022, 2, dtypes_6417adc7fa, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_46f62b39de, 2, dtypes_6417adc7fa, 1}, {dtypes_9ec4d6e877, 2, dtypes_6417adc7fa, 1}, {dtypes_771ff3cbf0, 2, dtypes_2c552f0a05, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}, {dtypes_2838c67d46, 2, dtypes_2c552f0a05, 1}};
-inline constexpr OpSchema op_arange = {"arange", 1, 2, 0x2, 1, op_arange_attrs, 3, op_arange_signatures, 12, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_arange_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_3309a1236c, 2, dtypes_86f5a46ec9, 1}, {dtypes_4ab3a41210, 2, dtypes_86f5a46ec9, 1}, {dtypes_74208c6fdd, 2, dtypes_86f5a46ec9, 1}, {dtypes_8c41980022, 2, dtypes_6417adc7fa, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_46f62b39de, 2, dtypes_6417adc7fa, 1}, {dtypes_9ec4d6e877, 2, dtypes_6417adc7fa, 1}, {dtypes_2462f6e46c, 2, dtypes_6417adc7fa, 1}, {dtypes_771ff3cbf0, 2, dtypes_2c552f0a05, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}, {dtypes_2838c67d46, 2, dtypes_2c552f0a05, 1}, {dtypes_a924421dd6, 2, dtypes_2c552f0a05, 1}};
+inline constexpr OpSchema op_arange = {"arange", 1, 2, 0x2, 1, op_arange_attrs, 3, op_arange_signatures, 15, InPlace::kNone, nullptr};
 
 // avg_pool2d: mean over each window (PyTorch's AvgPool2d)
 inline constexpr AttrSpec op_avg_pool2d_attrs[] = {
@@ -148,8 +158,8 @@ inline constexpr OpSchema op_clamp = {"clamp", 1, 1, 0x0, 1, op_clamp_attrs, 4, 
 inline constexpr AttrSpec op_concat_attrs[] = {
     {"axis", AttrKind::kInt, false, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_concat_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}};
-inline constexpr OpSchema op_concat = {"concat", 1, -1, 0x0, 1, op_concat_attrs, 1, op_concat_signatures, 4, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_concat_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}, {dtypes_3f987ad5f2, 1, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_concat = {"concat", 1, -1, 0x0, 1, op_concat_attrs, 1, op_concat_signatures, 5, InPlace::kNone, nullptr};
 
 // conv2d: 2-D convolution (cross-correlation), groups and dilation, then the fused activation
 inline constexpr AttrSpec op_conv2d_attrs[] = {
@@ -236,22 +246,22 @@ inline constexpr AttrSpec op_expand_attrs[] = {
     {"shape", AttrKind::kInts, true, true, false, 0.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
     {"like_dims", AttrKind::kInts, false, true, true, -1.0, 7.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_expand_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_3309a1236c, 2, dtypes_86f5a46ec9, 1}, {dtypes_4ab3a41210, 2, dtypes_86f5a46ec9, 1}, {dtypes_8c41980022, 2, dtypes_6417adc7fa, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_46f62b39de, 2, dtypes_6417adc7fa, 1}, {dtypes_9ec4d6e877, 2, dtypes_6417adc7fa, 1}, {dtypes_771ff3cbf0, 2, dtypes_2c552f0a05, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}, {dtypes_2838c67d46, 2, dtypes_2c552f0a05, 1}, {dtypes_5fcebe6f67, 2, dtypes_78fcd5eaeb, 1}, {dtypes_7818c6c7c4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_0972b955d4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_7d8f846ad1, 2, dtypes_78fcd5eaeb, 1}};
-inline constexpr OpSchema op_expand = {"expand", 1, 2, 0x2, 1, op_expand_attrs, 2, op_expand_signatures, 16, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_expand_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_3309a1236c, 2, dtypes_86f5a46ec9, 1}, {dtypes_4ab3a41210, 2, dtypes_86f5a46ec9, 1}, {dtypes_74208c6fdd, 2, dtypes_86f5a46ec9, 1}, {dtypes_8c41980022, 2, dtypes_6417adc7fa, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_46f62b39de, 2, dtypes_6417adc7fa, 1}, {dtypes_9ec4d6e877, 2, dtypes_6417adc7fa, 1}, {dtypes_2462f6e46c, 2, dtypes_6417adc7fa, 1}, {dtypes_771ff3cbf0, 2, dtypes_2c552f0a05, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}, {dtypes_2838c67d46, 2, dtypes_2c552f0a05, 1}, {dtypes_a924421dd6, 2, dtypes_2c552f0a05, 1}, {dtypes_5fcebe6f67, 2, dtypes_78fcd5eaeb, 1}, {dtypes_7818c6c7c4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_0972b955d4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_7d8f846ad1, 2, dtypes_78fcd5eaeb, 1}, {dtypes_1de2bd9096, 2, dtypes_78fcd5eaeb, 1}, {dtypes_5ad259da48, 2, dtypes_3f987ad5f2, 1}, {dtypes_87fdc8c7dd, 2, dtypes_3f987ad5f2, 1}, {dtypes_57e10a4dd4, 2, dtypes_3f987ad5f2, 1}, {dtypes_10181f824b, 2, dtypes_3f987ad5f2, 1}, {dtypes_3be575d9c4, 2, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_expand = {"expand", 1, 2, 0x2, 1, op_expand_attrs, 2, op_expand_signatures, 25, InPlace::kNone, nullptr};
 
 // gather_elements: data[i0, .., index[i0, .., ik, ..], ..] along `axis` (torch.gather, ONNX GatherElements): one element per entry of index; a negative index counts from the end; an index outside [-size, size) is a run-time error
 inline constexpr AttrSpec op_gather_elements_attrs[] = {
     {"axis", AttrKind::kInt, false, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_gather_elements_signatures[] = {{dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_3309a1236c, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_46f62b39de, 2, dtypes_6417adc7fa, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}, {dtypes_7818c6c7c4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_0972b955d4, 2, dtypes_78fcd5eaeb, 1}};
-inline constexpr OpSchema op_gather_elements = {"gather_elements", 2, 2, 0x0, 1, op_gather_elements_attrs, 1, op_gather_elements_signatures, 8, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_gather_elements_signatures[] = {{dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_3309a1236c, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_46f62b39de, 2, dtypes_6417adc7fa, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}, {dtypes_7818c6c7c4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_0972b955d4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_87fdc8c7dd, 2, dtypes_3f987ad5f2, 1}, {dtypes_57e10a4dd4, 2, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_gather_elements = {"gather_elements", 2, 2, 0x0, 1, op_gather_elements_attrs, 1, op_gather_elements_signatures, 10, InPlace::kNone, nullptr};
 
 // gather_nd: slices of data picked by index tuples (ONNX GatherND): out[b.., i..] = data[b.., *indices[b.., i.., :]] with b the first `batch_dims` dims, which data and indices share; a negative index counts from the end; an index outside [-size, size) is a run-time error
 inline constexpr AttrSpec op_gather_nd_attrs[] = {
     {"batch_dims", AttrKind::kInt, false, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_gather_nd_signatures[] = {{dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_7818c6c7c4, 2, dtypes_78fcd5eaeb, 1}};
-inline constexpr OpSchema op_gather_nd = {"gather_nd", 2, 2, 0x0, 1, op_gather_nd_attrs, 1, op_gather_nd_signatures, 4, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_gather_nd_signatures[] = {{dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_7818c6c7c4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_87fdc8c7dd, 2, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_gather_nd = {"gather_nd", 2, 2, 0x0, 1, op_gather_nd_attrs, 1, op_gather_nd_signatures, 5, InPlace::kNone, nullptr};
 
 // gelu: x * Phi(x): erf form, or the tanh approximation
 inline constexpr AttrSpec op_gelu_attrs[] = {
@@ -292,8 +302,8 @@ inline constexpr OpSchema op_hardtanh = {"hardtanh", 1, 1, 0x0, 1, op_hardtanh_a
 inline constexpr AttrSpec op_index_select_attrs[] = {
     {"axis", AttrKind::kInt, false, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_index_select_signatures[] = {{dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_7818c6c7c4, 2, dtypes_78fcd5eaeb, 1}};
-inline constexpr OpSchema op_index_select = {"index_select", 2, 2, 0x0, 1, op_index_select_attrs, 1, op_index_select_signatures, 4, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_index_select_signatures[] = {{dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_7818c6c7c4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_87fdc8c7dd, 2, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_index_select = {"index_select", 2, 2, 0x0, 1, op_index_select_attrs, 1, op_index_select_signatures, 5, InPlace::kNone, nullptr};
 
 // layer_norm: normalize over the last normalized_ndim dimensions, then * w + b
 inline constexpr AttrSpec op_layer_norm_attrs[] = {
@@ -347,8 +357,8 @@ inline constexpr AttrSpec op_max_pool2d_attrs[] = {
     {"dilation", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, true, 0.0, nullptr, defaults_5a731f4601, 2},
     {"ceil_mode", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_max_pool2d_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
-inline constexpr OpSchema op_max_pool2d = {"max_pool2d", 1, 1, 0x0, 1, op_max_pool2d_attrs, 5, op_max_pool2d_signatures, 1, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_max_pool2d_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_3f987ad5f2, 1, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_max_pool2d = {"max_pool2d", 1, 1, 0x0, 1, op_max_pool2d_attrs, 5, op_max_pool2d_signatures, 2, InPlace::kNone, nullptr};
 
 // maximum: elementwise max (NaN propagates)
 inline constexpr DTypeSignature op_maximum_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}};
@@ -380,15 +390,15 @@ inline constexpr AttrSpec op_pad_attrs[] = {
     {"mode", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_b7701c0d2f, 4, nullptr, 0, true, 0.0, "constant", nullptr, 0},
     {"value", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_pad_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}};
-inline constexpr OpSchema op_pad = {"pad", 1, 1, 0x0, 1, op_pad_attrs, 3, op_pad_signatures, 4, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_pad_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}, {dtypes_3f987ad5f2, 1, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_pad = {"pad", 1, 1, 0x0, 1, op_pad_attrs, 3, op_pad_signatures, 5, InPlace::kNone, nullptr};
 
 // permute: dimensions reordered
 inline constexpr AttrSpec op_permute_attrs[] = {
     {"perm", AttrKind::kInts, true, true, true, 0.0, 7.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_permute_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}};
-inline constexpr OpSchema op_permute = {"permute", 1, 1, 0x0, 1, op_permute_attrs, 1, op_permute_signatures, 4, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_permute_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}, {dtypes_3f987ad5f2, 1, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_permute = {"permute", 1, 1, 0x0, 1, op_permute_attrs, 1, op_permute_signatures, 5, InPlace::kNone, nullptr};
 
 // pow: a ** b (an integer base: exact for integer exponents >= 0, float32 exponents truncate toward zero, 0 ** -n = 0)
 inline constexpr DTypeSignature op_pow_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}, {dtypes_8c41980022, 2, dtypes_6417adc7fa, 1}, {dtypes_771ff3cbf0, 2, dtypes_2c552f0a05, 1}};
@@ -397,6 +407,19 @@ inline constexpr OpSchema op_pow = {"pow", 2, 2, 0x0, 1, nullptr, 0, op_pow_sign
 // prelu: x if x > 0 else w[c] * x, c the channel (dim 1); one slope for every channel when w has one element
 inline constexpr DTypeSignature op_prelu_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}};
 inline constexpr OpSchema op_prelu = {"prelu", 2, 2, 0x0, 1, nullptr, 0, op_prelu_signatures, 1, InPlace::kAlways, nullptr};
+
+// qadd: int8 a + b (NumPy broadcasting) as TFLite's ADD: each input shifted left 20 bits and rescaled to twice the larger input scale, summed, requantized to the output; then the fused clamp
+inline constexpr AttrSpec op_qadd_attrs[] = {
+    {"a_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"a_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"b_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"b_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"y_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"y_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"activation", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_08665888e6, 3, nullptr, 0, true, 0.0, "none", nullptr, 0},
+};
+inline constexpr DTypeSignature op_qadd_signatures[] = {{dtypes_3be575d9c4, 2, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_qadd = {"qadd", 2, 2, 0x0, 1, op_qadd_attrs, 7, op_qadd_signatures, 1, InPlace::kNone, nullptr};
 
 // qconv2d: int8 2-D convolution (groups, dilation; depthwise when groups = C): int32 accumulation of (x - x_zero_point) * w from the bias, requantized per output channel
 inline constexpr AttrSpec op_qconv2d_attrs[] = {
@@ -424,6 +447,18 @@ inline constexpr AttrSpec op_qlinear_attrs[] = {
 inline constexpr DTypeSignature op_qlinear_signatures[] = {{dtypes_1ebf402ad4, 4, dtypes_3f987ad5f2, 1}};
 inline constexpr OpSchema op_qlinear = {"qlinear", 3, 4, 0x8, 1, op_qlinear_attrs, 5, op_qlinear_signatures, 1, InPlace::kNone, nullptr};
 
+// qmean: int8 mean over `axes`: the int32 sum of (x - x_zero_point) requantized with x_scale / (y_scale * count) (at most 2^23 values per output)
+inline constexpr AttrSpec op_qmean_attrs[] = {
+    {"axes", AttrKind::kInts, false, true, true, -8.0, 7.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"keepdim", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
+    {"x_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"x_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"y_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"y_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+};
+inline constexpr DTypeSignature op_qmean_signatures[] = {{dtypes_3f987ad5f2, 1, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_qmean = {"qmean", 1, 1, 0x0, 1, op_qmean_attrs, 6, op_qmean_signatures, 1, InPlace::kNone, nullptr};
+
 // quantize: float32 -> int8 as ONNX QuantizeLinear: saturate(round_half_even(x / scale) + zero_point); NaN -> zero_point
 inline constexpr AttrSpec op_quantize_attrs[] = {
     {"scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
@@ -445,8 +480,8 @@ inline constexpr AttrSpec op_reshape_attrs[] = {
     {"shape", AttrKind::kInts, true, true, false, -1.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
     {"like_dims", AttrKind::kInts, false, true, true, -1.0, 7.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_reshape_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_3309a1236c, 2, dtypes_86f5a46ec9, 1}, {dtypes_4ab3a41210, 2, dtypes_86f5a46ec9, 1}, {dtypes_8c41980022, 2, dtypes_6417adc7fa, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_46f62b39de, 2, dtypes_6417adc7fa, 1}, {dtypes_9ec4d6e877, 2, dtypes_6417adc7fa, 1}, {dtypes_771ff3cbf0, 2, dtypes_2c552f0a05, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}, {dtypes_2838c67d46, 2, dtypes_2c552f0a05, 1}, {dtypes_5fcebe6f67, 2, dtypes_78fcd5eaeb, 1}, {dtypes_7818c6c7c4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_0972b955d4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_7d8f846ad1, 2, dtypes_78fcd5eaeb, 1}};
-inline constexpr OpSchema op_reshape = {"reshape", 1, 2, 0x2, 1, op_reshape_attrs, 2, op_reshape_signatures, 16, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_reshape_signatures[] = {{dtypes_f4bb0a7db0, 2, dtypes_86f5a46ec9, 1}, {dtypes_98fae34187, 2, dtypes_86f5a46ec9, 1}, {dtypes_3309a1236c, 2, dtypes_86f5a46ec9, 1}, {dtypes_4ab3a41210, 2, dtypes_86f5a46ec9, 1}, {dtypes_74208c6fdd, 2, dtypes_86f5a46ec9, 1}, {dtypes_8c41980022, 2, dtypes_6417adc7fa, 1}, {dtypes_60ee91f605, 2, dtypes_6417adc7fa, 1}, {dtypes_46f62b39de, 2, dtypes_6417adc7fa, 1}, {dtypes_9ec4d6e877, 2, dtypes_6417adc7fa, 1}, {dtypes_2462f6e46c, 2, dtypes_6417adc7fa, 1}, {dtypes_771ff3cbf0, 2, dtypes_2c552f0a05, 1}, {dtypes_c01e69a87a, 2, dtypes_2c552f0a05, 1}, {dtypes_e0c87cbccc, 2, dtypes_2c552f0a05, 1}, {dtypes_2838c67d46, 2, dtypes_2c552f0a05, 1}, {dtypes_a924421dd6, 2, dtypes_2c552f0a05, 1}, {dtypes_5fcebe6f67, 2, dtypes_78fcd5eaeb, 1}, {dtypes_7818c6c7c4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_0972b955d4, 2, dtypes_78fcd5eaeb, 1}, {dtypes_7d8f846ad1, 2, dtypes_78fcd5eaeb, 1}, {dtypes_1de2bd9096, 2, dtypes_78fcd5eaeb, 1}, {dtypes_5ad259da48, 2, dtypes_3f987ad5f2, 1}, {dtypes_87fdc8c7dd, 2, dtypes_3f987ad5f2, 1}, {dtypes_57e10a4dd4, 2, dtypes_3f987ad5f2, 1}, {dtypes_10181f824b, 2, dtypes_3f987ad5f2, 1}, {dtypes_3be575d9c4, 2, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_reshape = {"reshape", 1, 2, 0x2, 1, op_reshape_attrs, 2, op_reshape_signatures, 25, InPlace::kNone, nullptr};
 
 // resize: ONNX Resize (opsets 11-19): each output coordinate is mapped to the input by `coordinate_transformation_mode`, then nearest, N-linear or N-cubic interpolation over every dimension
 inline constexpr AttrSpec op_resize_attrs[] = {
@@ -473,8 +508,8 @@ inline constexpr AttrSpec op_shape_attrs[] = {
     {"start", AttrKind::kInt, false, true, true, -8.0, 8.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
     {"end", AttrKind::kInt, false, true, true, -8.0, 8.0, 0, -1, nullptr, 0, nullptr, 0, true, 8.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_shape_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_6417adc7fa, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_6417adc7fa, 1}, {dtypes_78fcd5eaeb, 1, dtypes_6417adc7fa, 1}};
-inline constexpr OpSchema op_shape = {"shape", 1, 1, 0x0, 1, op_shape_attrs, 2, op_shape_signatures, 4, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_shape_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_6417adc7fa, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_6417adc7fa, 1}, {dtypes_78fcd5eaeb, 1, dtypes_6417adc7fa, 1}, {dtypes_3f987ad5f2, 1, dtypes_6417adc7fa, 1}};
+inline constexpr OpSchema op_shape = {"shape", 1, 1, 0x0, 1, op_shape_attrs, 2, op_shape_signatures, 5, InPlace::kNone, nullptr};
 
 // sigmoid: 1 / (1 + exp(-x))
 inline constexpr DTypeSignature op_sigmoid_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}};
@@ -495,8 +530,8 @@ inline constexpr AttrSpec op_slice_attrs[] = {
     {"ends", AttrKind::kInts, true, false, false, 0.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
     {"steps", AttrKind::kInts, false, true, false, 1.0, 0.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
 };
-inline constexpr DTypeSignature op_slice_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}};
-inline constexpr OpSchema op_slice = {"slice", 1, 1, 0x0, 1, op_slice_attrs, 4, op_slice_signatures, 4, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_slice_signatures[] = {{dtypes_86f5a46ec9, 1, dtypes_86f5a46ec9, 1}, {dtypes_6417adc7fa, 1, dtypes_6417adc7fa, 1}, {dtypes_2c552f0a05, 1, dtypes_2c552f0a05, 1}, {dtypes_78fcd5eaeb, 1, dtypes_78fcd5eaeb, 1}, {dtypes_3f987ad5f2, 1, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_slice = {"slice", 1, 1, 0x0, 1, op_slice_attrs, 4, op_slice_signatures, 5, InPlace::kNone, nullptr};
 
 // softmax: exp(x - max) / sum along `dim`
 inline constexpr AttrSpec op_softmax_attrs[] = {
@@ -551,8 +586,8 @@ inline constexpr DTypeSignature op_upsample_nearest2d_signatures[] = {{dtypes_86
 inline constexpr OpSchema op_upsample_nearest2d = {"upsample_nearest2d", 1, 1, 0x0, 1, op_upsample_nearest2d_attrs, 2, op_upsample_nearest2d_signatures, 1, InPlace::kNone, nullptr};
 
 // where: x where cond else y, elementwise (torch.where)
-inline constexpr DTypeSignature op_where_signatures[] = {{dtypes_b0699bdded, 3, dtypes_86f5a46ec9, 1}, {dtypes_f22aae3e51, 3, dtypes_6417adc7fa, 1}, {dtypes_d5191d98fc, 3, dtypes_2c552f0a05, 1}, {dtypes_e4d71ae4bd, 3, dtypes_78fcd5eaeb, 1}};
-inline constexpr OpSchema op_where = {"where", 3, 3, 0x0, 1, nullptr, 0, op_where_signatures, 4, InPlace::kNone, nullptr};
+inline constexpr DTypeSignature op_where_signatures[] = {{dtypes_b0699bdded, 3, dtypes_86f5a46ec9, 1}, {dtypes_f22aae3e51, 3, dtypes_6417adc7fa, 1}, {dtypes_d5191d98fc, 3, dtypes_2c552f0a05, 1}, {dtypes_e4d71ae4bd, 3, dtypes_78fcd5eaeb, 1}, {dtypes_8efb528137, 3, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_where = {"where", 3, 3, 0x0, 1, nullptr, 0, op_where_signatures, 5, InPlace::kNone, nullptr};
 
 }  // namespace ops
 }  // namespace dtorch

@@ -83,8 +83,8 @@ inline Status check_signature(const OpSchema& schema, const Attrs& attrs, const 
   return Status::Ok();
 }
 
-// Calls f(T{}) with T the C++ element type of `dt` (float32: float, int64: int64_t, int32: int32_t, bool: uint8_t,
-// read as != 0 and written as 0 / 1) and returns its Status; an error naming the op for any other dtype. For kernels
+// Calls f(T{}) with T the C++ element type of `dt` (float32: float, int64: int64_t, int32: int32_t, int8: int8_t,
+// bool: uint8_t, read as != 0 and written as 0 / 1) and returns its Status; an error naming the op for any other dtype. For kernels
 // that serve several dtypes with one template (where, cast, the data-movement kernels).
 template <typename F>
 inline Status visit_dtype(const char* op, DType dt, F&& f) {
@@ -92,6 +92,7 @@ inline Status visit_dtype(const char* op, DType dt, F&& f) {
     case DType::kFloat32: return f(float{});
     case DType::kInt64: return f(int64_t{});
     case DType::kInt32: return f(int32_t{});
+    case DType::kInt8: return f(int8_t{});
     case DType::kBool: return f(uint8_t{});
     default: break;
   }

@@ -72,4 +72,5 @@ DTORCH_REGISTER_KERNEL(concat, DType::kFloat32, infer, run);
 DTORCH_REGISTER_KERNEL(concat, DType::kInt64, infer, run);
 DTORCH_REGISTER_KERNEL(concat, DType::kInt32, infer, run);
 DTORCH_REGISTER_KERNEL(concat, DType::kBool, infer, run);
+DTORCH_REGISTER_KERNEL(concat, DType::kInt8, infer, run);
 }  // namespace dtorch

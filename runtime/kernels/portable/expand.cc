@@ -66,4 +66,5 @@ DTORCH_REGISTER_KERNEL(expand, DType::kFloat32, infer, run);
 DTORCH_REGISTER_KERNEL(expand, DType::kInt64, infer, run);
 DTORCH_REGISTER_KERNEL(expand, DType::kInt32, infer, run);
 DTORCH_REGISTER_KERNEL(expand, DType::kBool, infer, run);
+DTORCH_REGISTER_KERNEL(expand, DType::kInt8, infer, run);
 }  // namespace dtorch

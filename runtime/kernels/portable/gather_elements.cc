@@ -110,4 +110,5 @@ DTORCH_REGISTER_KERNEL(gather_elements, DType::kFloat32, infer, run);
 DTORCH_REGISTER_KERNEL(gather_elements, DType::kInt64, infer, run);
 DTORCH_REGISTER_KERNEL(gather_elements, DType::kInt32, infer, run);
 DTORCH_REGISTER_KERNEL(gather_elements, DType::kBool, infer, run);
+DTORCH_REGISTER_KERNEL(gather_elements, DType::kInt8, infer, run);
 }  // namespace dtorch

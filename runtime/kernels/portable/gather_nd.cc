@@ -115,4 +115,5 @@ DTORCH_REGISTER_KERNEL(gather_nd, DType::kFloat32, infer, run);
 DTORCH_REGISTER_KERNEL(gather_nd, DType::kInt64, infer, run);
 DTORCH_REGISTER_KERNEL(gather_nd, DType::kInt32, infer, run);
 DTORCH_REGISTER_KERNEL(gather_nd, DType::kBool, infer, run);
+DTORCH_REGISTER_KERNEL(gather_nd, DType::kInt8, infer, run);
 }  // namespace dtorch

@@ -64,4 +64,5 @@ DTORCH_REGISTER_KERNEL(index_select, DType::kFloat32, infer, run);
 DTORCH_REGISTER_KERNEL(index_select, DType::kInt64, infer, run);
 DTORCH_REGISTER_KERNEL(index_select, DType::kInt32, infer, run);
 DTORCH_REGISTER_KERNEL(index_select, DType::kBool, infer, run);
+DTORCH_REGISTER_KERNEL(index_select, DType::kInt8, infer, run);
 }  // namespace dtorch

@@ -1,7 +1,7 @@
 // max_pool2d: x (N, C, H, W) -> (N, C, OH, OW), the maximum over each window (runtime/OPS.md). Attributes:
 // kernel is[2], stride is[2] (default: kernel), padding is[2], dilation is[2], ceil_mode i. Padding never
 // wins (it is -inf); a NaN in a window wins, as in PyTorch. Output sizes follow PyTorch's ceil_mode rule.
-#include <cmath>
+// float32 and int8 (an int8 tensor keeps its scale and zero point: a max commutes with quantization).
 #include <limits>
 
 #include "kernels/common/pool.h"
@@ -19,7 +19,7 @@ struct Geo {
 
 Status geometry(const Attrs& attrs, const TensorView* in, int n_in, Geo* g) {
   DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 1, 1));
-  DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", in[0], DType::kFloat32));
+  if (in[0].dtype != DType::kInt8) DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", in[0], DType::kFloat32));
   DTORCH_RETURN_IF_ERROR(kernels::check_rank(kOp, "input (N, C, H, W)", in[0], 4));
   int64_t k[2] = {}, s[2] = {}, p[2] = {}, d[2] = {};
   DTORCH_RETURN_IF_ERROR(kernels::get_ints_exact(kOp, attrs, "kernel", 2, k, nullptr));
@@ -63,27 +63,24 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
   return Status::Ok();
 }
 
-Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
-  Geo g{};
-  DTORCH_RETURN_IF_ERROR(geometry(*ctx.attrs, in, n_in, &g));
-  const float* x = in[0].as<const float>();
-  float* y = out[0].as<float>();
+template <typename T>
+void pool(const KernelContext& ctx, const Geo& g, const T* x, T* y) {
   kernels::parallel_chunks(ctx.pool, g.n * g.c, 1, [&](int64_t p0, int64_t p1) {
     for (int64_t p = p0; p < p1; ++p) {
-      const float* xp = x + p * g.h * g.w;
-      float* yp = y + p * g.oh * g.ow;
+      const T* xp = x + p * g.h * g.w;
+      T* yp = y + p * g.oh * g.ow;
       for (int64_t oh = 0; oh < g.oh; ++oh) {
         for (int64_t ow = 0; ow < g.ow; ++ow) {
-          float best = -std::numeric_limits<float>::infinity();
+          T best = std::numeric_limits<T>::has_infinity ? -std::numeric_limits<T>::infinity()
+                                                        : std::numeric_limits<T>::lowest();
           for (int64_t i = 0; i < g.kh; ++i) {
             const int64_t ih = oh * g.sh - g.ph + i * g.dh;
             if (ih < 0 || ih >= g.h) continue;
             for (int64_t j = 0; j < g.kw; ++j) {
               const int64_t iw = ow * g.sw - g.pw + j * g.dw;
               if (iw < 0 || iw >= g.w) continue;
-              const float v = xp[ih * g.w + iw];
-              if (v > best || std::isnan(v)) best = v;
+              const T v = xp[ih * g.w + iw];
+              if (v > best || v != v) best = v;  // v != v: a NaN (never for int8)
             }
           }
           yp[oh * g.ow + ow] = best;
@@ -91,9 +88,20 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
       }
     }
   });
+}
+
+Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
+  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
+  Geo g{};
+  DTORCH_RETURN_IF_ERROR(geometry(*ctx.attrs, in, n_in, &g));
+  if (in[0].dtype == DType::kInt8)
+    pool(ctx, g, in[0].as<const int8_t>(), out[0].as<int8_t>());
+  else
+    pool(ctx, g, in[0].as<const float>(), out[0].as<float>());
   return Status::Ok();
 }
 
 }  // namespace
 DTORCH_REGISTER_KERNEL(max_pool2d, DType::kFloat32, infer, run);
+DTORCH_REGISTER_KERNEL(max_pool2d, DType::kInt8, infer, run);
 }  // namespace dtorch

@@ -174,4 +174,5 @@ DTORCH_REGISTER_KERNEL(pad, DType::kFloat32, infer, run);
 DTORCH_REGISTER_KERNEL(pad, DType::kInt64, infer, run);
 DTORCH_REGISTER_KERNEL(pad, DType::kInt32, infer, run);
 DTORCH_REGISTER_KERNEL(pad, DType::kBool, infer, run);
+DTORCH_REGISTER_KERNEL(pad, DType::kInt8, infer, run);
 }  // namespace dtorch

@@ -61,4 +61,5 @@ DTORCH_REGISTER_KERNEL(permute, DType::kFloat32, infer, run);
 DTORCH_REGISTER_KERNEL(permute, DType::kInt64, infer, run);
 DTORCH_REGISTER_KERNEL(permute, DType::kInt32, infer, run);
 DTORCH_REGISTER_KERNEL(permute, DType::kBool, infer, run);
+DTORCH_REGISTER_KERNEL(permute, DType::kInt8, infer, run);
 }  // namespace dtorch

@@ -78,4 +78,5 @@ DTORCH_REGISTER_KERNEL(reshape, DType::kFloat32, infer, run);
 DTORCH_REGISTER_KERNEL(reshape, DType::kInt64, infer, run);
 DTORCH_REGISTER_KERNEL(reshape, DType::kInt32, infer, run);
 DTORCH_REGISTER_KERNEL(reshape, DType::kBool, infer, run);
+DTORCH_REGISTER_KERNEL(reshape, DType::kInt8, infer, run);
 }  // namespace dtorch

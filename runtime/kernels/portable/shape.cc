@@ -48,4 +48,5 @@ DTORCH_REGISTER_KERNEL(shape, DType::kFloat32, infer, run);
 DTORCH_REGISTER_KERNEL(shape, DType::kInt64, infer, run);
 DTORCH_REGISTER_KERNEL(shape, DType::kInt32, infer, run);
 DTORCH_REGISTER_KERNEL(shape, DType::kBool, infer, run);
+DTORCH_REGISTER_KERNEL(shape, DType::kInt8, infer, run);
 }  // namespace dtorch

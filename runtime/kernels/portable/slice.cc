@@ -78,4 +78,5 @@ DTORCH_REGISTER_KERNEL(slice, DType::kFloat32, infer, run);
 DTORCH_REGISTER_KERNEL(slice, DType::kInt64, infer, run);
 DTORCH_REGISTER_KERNEL(slice, DType::kInt32, infer, run);
 DTORCH_REGISTER_KERNEL(slice, DType::kBool, infer, run);
+DTORCH_REGISTER_KERNEL(slice, DType::kInt8, infer, run);
 }  // namespace dtorch

@@ -229,3 +229,73 @@ def test_registered_in_the_portable_set():
     have = set(_C.registered_kernels())
     for op, dt in (("quantize", "float32"), ("dequantize", "int8"), ("qconv2d", "int8"), ("qlinear", "int8")):
         assert (op, dt) in have
+
+
+# --- qadd, qmean, int8 max_pool2d --------------------------------------------------------------------------------
+
+@pytest.mark.parametrize("shapes", [((2, 8, 5, 5), (2, 8, 5, 5)), ((1, 16, 3, 7), (1, 16, 1, 1)), ((4, 9), (9,))])
+@pytest.mark.parametrize("activation", ["none", "relu", "relu6"])
+def test_qadd_is_bit_exact_and_adds_the_real_values(shapes, activation):
+    rng = _rng("add", shapes, activation)
+    a = rng.integers(-128, 128, size=shapes[0]).astype(np.int8)
+    b = rng.integers(-128, 128, size=shapes[1]).astype(np.int8)
+    attrs = {"a_scale": float(np.float32(0.031)), "a_zero_point": -7, "b_scale": float(np.float32(0.017)),
+             "b_zero_point": 12, "y_scale": float(np.float32(0.05)), "y_zero_point": -3, "activation": activation}
+    want = fp.qadd(a, b, attrs["a_scale"], -7, attrs["b_scale"], 12, attrs["y_scale"], -3, activation)
+    for threads in (1, 3):
+        got = run("qadd", attrs, [a, b], threads=threads)
+        assert got.dtype == np.int8
+        np.testing.assert_array_equal(got, want)
+    real = fp.dequantize(a, attrs["a_scale"], -7) + fp.dequantize(b, attrs["b_scale"], 12)
+    if activation != "none":
+        real = np.maximum(real, 0)
+    if activation == "relu6":
+        real = np.minimum(real, 6)
+    ideal = np.clip(np.rint(real / np.float32(0.05)) - 3, -128, 127)
+    assert np.max(np.abs(got.astype(np.int64) - ideal)) <= 1
+
+
+@pytest.mark.parametrize("axes,keepdim", [((2, 3), True), ((2, 3), False), ((1,), False), ((0, 1, 2, 3), False)])
+def test_qmean_is_bit_exact(axes, keepdim):
+    rng = _rng("mean", axes, keepdim)
+    x = rng.integers(-128, 128, size=(2, 6, 7, 9)).astype(np.int8)
+    attrs = {"axes": list(axes), "keepdim": int(keepdim), "x_scale": float(np.float32(0.02)), "x_zero_point": 5,
+             "y_scale": float(np.float32(0.011)), "y_zero_point": -9}
+    want = fp.qmean(x, axes, keepdim, attrs["x_scale"], 5, attrs["y_scale"], -9)
+    got = run("qmean", attrs, [x], threads=2)
+    assert got.dtype == np.int8
+    np.testing.assert_array_equal(got, want)
+    real = fp.dequantize(x, attrs["x_scale"], 5).astype(np.float64).mean(axis=axes, keepdims=keepdim)
+    inside = (got > -128) & (got < 127)  # saturated outputs aside
+    assert inside.mean() > 0.5
+    err = np.abs(fp.dequantize(got, attrs["y_scale"], -9) - real)[inside]
+    assert np.max(err) <= attrs["y_scale"] * 0.5001
+
+
+def test_int8_max_pool_is_the_max_of_each_window():
+    rng = _rng("maxpool")
+    x = rng.integers(-128, 128, size=(2, 3, 9, 11)).astype(np.int8)
+    attrs = {"kernel": [3, 3], "stride": [2, 2], "padding": [1, 1]}
+    got = run("max_pool2d", attrs, [x], threads=2)
+    want = F.max_pool2d(torch.tensor(x.astype(np.float32)), 3, 2, 1).numpy().astype(np.int8)
+    assert got.dtype == np.int8
+    np.testing.assert_array_equal(got, want)
+
+
+def test_int8_moves_through_the_data_movement_kernels():
+    x = np.arange(-60, 60, dtype=np.int8).reshape(2, 3, 4, 5)
+    np.testing.assert_array_equal(run("reshape", {"shape": [2, 60]}, [x, None]), x.reshape(2, 60))
+    np.testing.assert_array_equal(run("permute", {"perm": [0, 2, 3, 1]}, [x]), x.transpose(0, 2, 3, 1))
+    np.testing.assert_array_equal(run("concat", {"axis": 1}, [x, x]), np.concatenate([x, x], axis=1))
+
+
+def test_qmean_and_qadd_errors():
+    x = np.zeros((1, 2, 3, 3), np.int8)
+    with pytest.raises(Exception, match="y_scale must be a finite number > 0"):
+        run("qmean", {"axes": [2, 3], "x_scale": 0.1, "x_zero_point": 0, "y_scale": 0.0, "y_zero_point": 0}, [x])
+    with pytest.raises(Exception, match="cannot be broadcast"):
+        run("qadd", {"a_scale": 0.1, "a_zero_point": 0, "b_scale": 0.1, "b_zero_point": 0, "y_scale": 0.1,
+                     "y_zero_point": 0}, [x, np.zeros((1, 3, 3, 3), np.int8)])
+    with pytest.raises(Exception, match="too large for a requantization multiplier"):
+        run("qadd", {"a_scale": 1e20, "a_zero_point": 0, "b_scale": 0.1, "b_zero_point": 0, "y_scale": 1e-20,
+                     "y_zero_point": 0}, [x, x])
