@@ -112,6 +112,7 @@ constexpr int kPortableKernelRank = 0;
 constexpr int kX86KernelRank = 10;
 constexpr int kAvx2KernelRank = 15;
 constexpr int kAvx512KernelRank = 20;
+constexpr int kVnniKernelRank = 25;  // int8 kernels on AVX-512 VNNI (kernels/vnni), bit-exact
 constexpr int kNeon64KernelRank = 15;  // aarch64 boards (kernels/neon64): ranks above portable there
 constexpr int kNeon32KernelRank = 15;  // armv7 boards (kernels/neon32)
 constexpr int kRvvKernelRank = 15;     // riscv64 boards with RVV 1.0 (kernels/rvv)

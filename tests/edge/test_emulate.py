@@ -27,6 +27,7 @@ from dtorch.edge.emulate.docker import docker_engine_answers
 ROOT = Path(__file__).resolve().parents[2]
 BOARDS = ["rk3588", "rv1126", "licheepi4a"]
 MODELS = ["simplenet", "mobilenetv2"]
+INT8_MODELS = [f"{m}_int8" for m in MODELS]  # the same models through dt.quant.quantize (int8 end to end)
 
 _spec = importlib.util.spec_from_file_location("export_zoo", ROOT / "tests" / "export" / "zoo.py")
 zoo = importlib.util.module_from_spec(_spec)
@@ -56,6 +57,11 @@ def models(tmp_path_factory: pytest.TempPathFactory) -> dict[str, tuple[object, 
         dt.export(model, make_input(1), str(path), dynamic_axes={"input": {0: "batch"}, "output": {0: "batch"}},
                   bundle_example=True)
         out[name] = (model, path)
+        dt.manual_seed(1)
+        qmodel = dt.quant.quantize(model, [make_input(8).numpy() for _ in range(3)])
+        qpath = root / f"{name}_int8.dtm"
+        dt.export(qmodel, make_input(1), str(qpath), bundle_example=True)
+        out[f"{name}_int8"] = (qmodel, qpath)
     return out
 
 
@@ -72,7 +78,8 @@ def bundles(models, tmp_path_factory: pytest.TempPathFactory) -> dict[str, Path]
     dist = tmp_path_factory.mktemp("emulate_dist")
     out = {}
     for board in BOARDS:
-        res = build_bundle(board, [models[m][1] for m in MODELS], out=dist, compare_full=False, agent=False,
+        res = build_bundle(board, [models[m][1] for m in MODELS + INT8_MODELS], out=dist, compare_full=False,
+                           agent=False,
                            log=lambda _m: None,
                            progress=False)
         out[board] = res.dist
@@ -118,6 +125,19 @@ def test_bit_parity_with_the_host_on_real_digits(models, bundles, digits, board,
     assert j["size"]["dtorch_run_bytes"] == (bundles[board] / "dtorch-run").stat().st_size
     lines = "\n".join(rep.lines())
     assert "parity (emulated): PASS" in lines and "(estimate, not measured)" in lines
+
+
+@pytest.mark.parametrize("model_name", INT8_MODELS)
+@pytest.mark.parametrize("board", BOARDS)
+def test_int8_models_give_the_host_bits_on_every_board(models, bundles, digits, board, model_name):
+    """Int8 is bit-exact everywhere: the board's binary (either kernel policy) gives the host's int8 bits."""
+    qmodel, path = models[model_name]
+    rep = emulate(board, bundle=bundles[board], model=bundles[board] / path.name, data=[digits], runner="local",
+                  runs=1, bench_runs=1, eager=lambda arrays: qmodel.run(*arrays), log=_quiet, progress=False)
+    p = rep.figures["parity"]
+    assert p["host_bits_equal"] and p["vs_host_max_abs"] == 0.0, p
+    assert p["fast_vs_portable_max_rel"] == 0.0 and p["vs_eager_max_rel"] == 0.0, p
+    assert p["pass"]
 
 
 def test_host_board_runs_natively_and_says_so(models, tmp_path):

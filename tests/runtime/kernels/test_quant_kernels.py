@@ -299,3 +299,42 @@ def test_qmean_and_qadd_errors():
     with pytest.raises(Exception, match="too large for a requantization multiplier"):
         run("qadd", {"a_scale": 1e20, "a_zero_point": 0, "b_scale": 0.1, "b_zero_point": 0, "y_scale": 1e-20,
                      "y_zero_point": 0}, [x, x])
+
+
+# --- the optimized int8 sets: the portable bits -----------------------------------------------------------------
+
+def _sets_with(op: str) -> list[str]:
+    return sorted({s for o, d, s, _ in _C.registered_kernel_sets() if o == op and d == "int8" and s != "portable"})
+
+
+VNNI_CASES = CONV_CASES + [
+    ((1, 32, 56, 56), (64, 32, 3, 3), {"stride": [2, 2], "padding": [1, 1, 1, 1]}),  # SimpleNet's middle layer
+    ((2, 24, 10, 13), (40, 24, 1, 1), {}),
+    ((1, 6, 9, 9), (6, 2, 3, 3), {"groups": 3, "padding": [1, 1, 1, 1]}),  # K = 18: padded to 20
+    ((1, 3, 33, 35), (13, 3, 5, 3), {"stride": [3, 2], "padding": [2, 1, 0, 2], "dilation": [1, 2]}),
+]
+
+
+@pytest.mark.parametrize("case", range(len(VNNI_CASES)))
+def test_optimized_qconv2d_sets_give_the_portable_bits(case):
+    sets = _sets_with("qconv2d")
+    if not sets:
+        pytest.skip("this CPU has no optimized int8 convolution set (the vnni set needs AVX-512 VNNI)")
+    xs, wsh, extra = VNNI_CASES[case]
+    rng = _rng("opt-conv", case)
+    x, w, ws, b = _operands(rng, xs, wsh)
+    for activation in ("none", "relu6"):
+        attrs = {**_io(rng), **extra, "activation": activation}
+        want = run("qconv2d", attrs, [x, w, ws, b], kernels="portable")
+        for s in sets:
+            for threads in (1, 3):
+                got = _C.run_kernel("qconv2d", attrs, [x, w, ws, b], threads=threads, kernel_set=s)[0]
+                np.testing.assert_array_equal(got, want, err_msg=f"set {s}, {threads} threads")
+            got = _C.run_kernel("qconv2d", attrs, [x, w, ws, None], kernel_set=s)[0]
+            np.testing.assert_array_equal(got, run("qconv2d", attrs, [x, w, ws, None], kernels="portable"))
+
+
+def test_vnni_set_is_chosen_only_where_the_cpu_has_it():
+    flags = open("/proc/cpuinfo").read().split()
+    has = "avx512_vnni" in flags and "avx512bw" in flags and "avx512vl" in flags
+    assert ("vnni" in _sets_with("qconv2d")) == has
