@@ -83,20 +83,15 @@ inline int8_t requantize(int32_t acc, const Multiplier& mul, int32_t zero_point,
 
 // ONNX QuantizeLinear: saturate(round_half_even(x / scale) + zero_point); NaN gives the zero point. The ties-to-even
 // rounding is the float's own: adding and subtracting 1.5 * 2^23 rounds |v| < 2^22 to an integer in the default
-// rounding mode; larger values are integers already (and saturate).
+// rounding mode (the targets evaluate float in float, FLT_EVAL_METHOD 0); a larger |v| comes out of it far outside
+// the int8 range, as it should, and the clamp takes it. Branch-free, so the loops over it vectorize.
 inline int8_t quantize(float x, float scale, int32_t zero_point) {
   const float v = x / scale;
-  if (v != v) return static_cast<int8_t>(zero_point);
-  float r;
-  if (v > -4194304.0f && v < 4194304.0f) {
-    const float t = v + 12582912.0f;  // rounded to float: the targets evaluate float in float (FLT_EVAL_METHOD 0)
-    r = t - 12582912.0f;
-  } else {
-    r = v;
-  }
+  float r = (v + 12582912.0f) - 12582912.0f;
   const float lo = static_cast<float>(kQMin - zero_point), hi = static_cast<float>(kQMax - zero_point);
-  if (r <= lo) return static_cast<int8_t>(kQMin);
-  if (r >= hi) return static_cast<int8_t>(kQMax);
+  r = r < lo ? lo : r;
+  r = r > hi ? hi : r;
+  r = v == v ? r : 0.0f;  // NaN: the zero point
   return static_cast<int8_t>(static_cast<int32_t>(r) + zero_point);
 }
 

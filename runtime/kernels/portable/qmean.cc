@@ -57,7 +57,18 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   int32_t* acc = static_cast<int32_t*>(ctx.scratch);
   for (int64_t i = 0; i < n; ++i) acc[i] = 0;
   const int8_t* x = in[0].as<const int8_t>();
-  kernels::reduce_walk(p.plan, in[0].shape, [&](int64_t o, int64_t i) { acc[o] += x[i] - p.x_zp; });
+  if (kernels::reduce_is_trailing(p.plan, in[0].shape)) {  // a global pool: each output sums a contiguous run
+    const int64_t m = p.plan.count;
+    kernels::parallel_chunks(ctx.pool, n, 16, [&](int64_t o0, int64_t o1) {
+      for (int64_t o = o0; o < o1; ++o) {
+        int32_t s = 0;
+        for (int64_t i = 0; i < m; ++i) s += x[o * m + i];
+        acc[o] = s - static_cast<int32_t>(m) * p.x_zp;
+      }
+    });
+  } else {
+    kernels::reduce_walk(p.plan, in[0].shape, [&](int64_t o, int64_t i) { acc[o] += x[i] - p.x_zp; });
+  }
   const double real = p.plan.count == 0 ? 0.0 : p.x_scale / (p.y_scale * static_cast<double>(p.plan.count));
   const kernels::requant::Multiplier mul = kernels::requant::make_multiplier(real);
   int8_t* y = out[0].as<int8_t>();

@@ -37,7 +37,7 @@ __attribute__((target("no-sse3"), noinline)) inline bool x86_vnni_supported() {
 // requant::requantize of 16 int32 lanes with one multiplier: round(acc * m * 2^-s) (ties up) in 64-bit lanes, the
 // clamp [lo, hi] - zero point applied before the zero point is added (the same as saturating to int32 first: the
 // clamp is far inside int32), then the 16 int8 results.
-inline __m128i requantize16(__m512i acc, const requant::Multiplier& mul, int32_t zero_point, int32_t lo,
+__attribute__((always_inline)) inline __m128i requantize16(__m512i acc, const requant::Multiplier& mul, int32_t zero_point, int32_t lo,
                             int32_t hi) {
   // The all-lanes mask forms throughout: GCC 12's plain forms expand _mm512_undefined_epi32, which trips
   // -Wmaybe-uninitialized under -Werror.

@@ -312,6 +312,9 @@ VNNI_CASES = CONV_CASES + [
     ((2, 24, 10, 13), (40, 24, 1, 1), {}),
     ((1, 6, 9, 9), (6, 2, 3, 3), {"groups": 3, "padding": [1, 1, 1, 1]}),  # K = 18: padded to 20
     ((1, 3, 33, 35), (13, 3, 5, 3), {"stride": [3, 2], "padding": [2, 1, 0, 2], "dilation": [1, 2]}),
+    ((1, 24, 20, 300), (24, 1, 3, 3), {"groups": 24, "stride": [2, 2], "padding": [1, 1, 1, 1]}),  # depthwise
+    ((2, 8, 11, 13), (8, 1, 5, 5), {"groups": 8, "dilation": [2, 2], "padding": [4, 3, 4, 2]}),
+    ((1, 8, 11, 13), (8, 1, 3, 3), {"groups": 8, "stride": [1, 3]}),  # column stride 3: the portable kernel
 ]
 
 
@@ -338,3 +341,19 @@ def test_vnni_set_is_chosen_only_where_the_cpu_has_it():
     flags = open("/proc/cpuinfo").read().split()
     has = "avx512_vnni" in flags and "avx512bw" in flags and "avx512vl" in flags
     assert ("vnni" in _sets_with("qconv2d")) == has
+
+
+def test_optimized_quantize_sets_give_the_portable_bits():
+    sets = sorted({s for o, d, s, _ in _C.registered_kernel_sets() if o == "quantize" and s != "portable"})
+    if not sets:
+        pytest.skip("this CPU has no optimized quantize set (the x86 set needs AVX2)")
+    rng = _rng("opt-quantize")
+    for n in (1, 31, 32, 33, 1000, 40_001):
+        for scale, zp in ((0.0173, -17), (0.5, 127), (3e-4, -128)):
+            x = (rng.standard_normal(n) * 150 * scale).astype(np.float32)
+            x[::7] = (np.round(x[::7] / np.float32(scale)) + 0.5) * np.float32(scale)  # ties
+            x[:min(n, 6)] = np.array([np.nan, np.inf, -np.inf, -0.0, 1e38, -1e38], np.float32)[:min(n, 6)]
+            want = run("quantize", {"scale": scale, "zero_point": zp}, [x], kernels="portable")
+            for s in sets:
+                got = _C.run_kernel("quantize", {"scale": scale, "zero_point": zp}, [x], threads=2, kernel_set=s)[0]
+                np.testing.assert_array_equal(got, want, err_msg=f"set {s}, n={n}, scale={scale}")
