@@ -109,8 +109,11 @@ class QuantizedModel:
         from .._export.reader import read_dtm
 
         g, ins, outs = read_dtm(path).to_graph()
-        layers = [LayerQuant(n.name, n.op, True, x_scale=float(n.attrs["x_scale"]),
-                             x_zero_point=int(n.attrs["x_zero_point"]), y_scale=float(n.attrs["y_scale"]),
+        def first_input(n: Node, what: str) -> Any:  # qadd names its first input a_*
+            return n.attrs.get(f"x_{what}", n.attrs.get(f"a_{what}"))
+
+        layers = [LayerQuant(n.name, n.op, True, x_scale=float(first_input(n, "scale")),
+                             x_zero_point=int(first_input(n, "zero_point")), y_scale=float(n.attrs["y_scale"]),
                              y_zero_point=int(n.attrs["y_zero_point"]))
                   for n in g.nodes if n.op in QUANTIZABLE_OPS.values()]
         if not layers:

@@ -83,6 +83,10 @@ def test_imported_mobilenetv2_quantizes_and_matches_ort_static_quantization(onnx
     ops = {n.op for n in qmodel.graph.nodes}
     assert {"qconv2d", "qadd", "qmean", "qlinear"} <= ops, ops
     assert not ({"conv2d", "add", "linear"} & ops), ops  # every layer int8
+    dt.export(qmodel, dt.tensor(calib[0][:1]), tmp_path / "mbv2_int8.dtm")
+    again = dt.quant.QuantizedModel.from_file(tmp_path / "mbv2_int8.dtm")
+    assert [layer.op for layer in again.layers] == [n.op for n in qmodel.graph.nodes if n.op.startswith("q")
+                                                    and n.op not in ("quantize",)]
     report = dt.quant.compare(dtm, qmodel, val)
     assert report.float_accuracy >= 0.9, report.table()
     assert abs(report.accuracy_delta) <= 0.01, report.table()
