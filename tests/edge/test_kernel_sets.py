@@ -22,7 +22,8 @@ def test_the_x86_64_sets_and_their_flags():
     assert {ks.name for ks in kernel_sets(RUNTIME, "aarch64")} == {"neon64"}  # boards never see the x86-64 sets
     assert {ks.name for ks in kernel_sets(RUNTIME, "armv7")} == {"neon32"}
     assert {ks.name for ks in kernel_sets(RUNTIME, "riscv64")} == {"rvv"}
-    assert {ks.name for ks in kernel_sets(RUNTIME, "x86_64")} == {"x86", "avx2", "avx512"}
+    assert {ks.name for ks in kernel_sets(RUNTIME, "x86_64")} == {"x86", "avx2", "avx512", "vnni"}
+    assert "-mavx512vnni" in sets["vnni"].flags and sets["vnni"].exact  # int8: the portable bits
 
 
 def test_a_board_takes_the_sets_its_isa_list_calls_for():
@@ -39,7 +40,7 @@ def test_a_board_takes_the_sets_its_isa_list_calls_for():
     assert rvv.builds_with("zig") and rvv.builds_with("clang") and not rvv.builds_with("gcc")
     assert neon.builds_with("gcc") and neon.builds_with("zig")  # no `compilers`: any
     # host-only sets (no `requires`: they check the CPU when they register) never go to a board
-    assert not any(sets[n].for_board("x86_64", ["avx2", "fma", "avx512f"]) for n in ("x86", "avx2", "avx512"))
+    assert not any(sets[n].for_board("x86_64", ["avx2", "fma", "avx512f"]) for n in ("x86", "avx2", "avx512", "vnni"))
 
 
 def _write(tmp_path: Path, folder: str, text: str) -> Path:

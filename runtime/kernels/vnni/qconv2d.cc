@@ -53,12 +53,12 @@ int64_t packed_weight_bytes(const kernels::ConvGeometry& g) {
 }
 int64_t packed_bytes(const kernels::ConvGeometry& g) { return packed_weight_bytes(g) + g.o * int64_t{4}; }
 
-Status plan_of(const Attrs& attrs, const TensorView* in, int n_in, Plan* p) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 3, 4));
-  DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "input", in[0], DType::kInt8));
-  DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "weight", in[1], DType::kInt8));
+// The node's plan once the portable kernel's infer has accepted it (out: the output shape it gave). Read without
+// the validating helpers: their messages format lists with std::to_string, whose inline copies an ISA object must
+// not define (tests/runtime/test_isa_isolation.py).
+Status plan_of(const Attrs& attrs, const TensorView* in, const Shape& out, Plan* p) {
   DTORCH_RETURN_IF_ERROR(kernels::read_quant_io(kOp, attrs, &p->io));
-  DTORCH_RETURN_IF_ERROR(kernels::checked_conv_geometry(kOp, attrs, in, &p->g));
+  DTORCH_RETURN_IF_ERROR(kernels::conv_geometry(kOp, attrs, in, out, &p->g));
   const kernels::ConvGeometry& g = p->g;
   p->c4 = kernels::ceil_div(g.cg, 4) * 4;
   p->steps = g.kh * g.kw * p->c4 / 4;
@@ -80,7 +80,7 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
   if (k == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
   DTORCH_RETURN_IF_ERROR(k->infer(attrs, in, n_in, out, n_out, scratch_bytes));
   Plan p;
-  DTORCH_RETURN_IF_ERROR(plan_of(attrs, in, n_in, &p));
+  DTORCH_RETURN_IF_ERROR(plan_of(attrs, in, out[0], &p));
   if (p.direct) *scratch_bytes = static_cast<size_t>(scratch_bytes_of(p));
   return Status::Ok();
 }
@@ -395,9 +395,13 @@ void depthwise(const KernelContext& ctx, const Plan& p, const int8_t* x, const i
 }
 
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-  Plan p;
   DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
-  DTORCH_RETURN_IF_ERROR(plan_of(*ctx.attrs, in, n_in, &p));
+  if (portable() == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
+  Shape shape;
+  size_t portable_scratch = 0;
+  DTORCH_RETURN_IF_ERROR(portable()->infer(*ctx.attrs, in, n_in, &shape, n_out, &portable_scratch));
+  Plan p;
+  DTORCH_RETURN_IF_ERROR(plan_of(*ctx.attrs, in, shape, &p));
   const kernels::ConvGeometry& g = p.g;
   if (!p.direct && (!(g.sw == 1 || g.sw == 2) || g.kh * g.kw > kDwMaxTaps))
     return portable()->run(ctx, in, n_in, out, n_out);
