@@ -36,8 +36,9 @@ ENGINES = ("dtorch", "dtorch_int8", "onnxruntime", "onnxruntime_int8")
 
 
 def quantize_both(onnx_path: Path, dtm_path: Path, calib: list[np.ndarray], tmp: Path) -> tuple[Path, Path, list]:
-    import dtorch as dt
     from onnxruntime.quantization import CalibrationDataReader, QuantFormat, QuantType, quantize_static
+
+    import dtorch as dt
 
     qmodel = dt.quant.quantize(dtm_path, calib, method="minmax")
     q_dtm = tmp / f"{dtm_path.stem}_int8.dtm"

@@ -474,6 +474,7 @@ def quantize_cmd(model: Path, calib: tuple[Path, ...], out: Path, method: str, p
     import json
 
     import dtorch as dt
+
     from .._export.errors import ExportError
     from ..quant import QuantizationError
 
@@ -514,6 +515,7 @@ def compare_cmd(float_model: Path, int8_model: Path, inputs: tuple[Path, ...], a
     import json
 
     import dtorch as dt
+
     from .._export.errors import DtmFormatError
     from ..quant import QuantizationError
 
