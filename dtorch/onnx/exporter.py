@@ -1102,6 +1102,11 @@ def export(model: Any, args: Any, f: str | os.PathLike[str], *, input_names: Seq
         raise ExportError(f"f must be a file path (str or os.PathLike), got {type(f).__name__}")
     if not callable(model):
         raise ExportError(f"model must be a dtorch.nn.Module (or a callable), got {type(model).__name__}")
+    from ..quant import QuantizedModel
+
+    if isinstance(model, QuantizedModel):
+        raise ExportError("an int8 model (dt.quant.quantize) has no ONNX mapping in dtorch.onnx.export yet (its QDQ "
+                          "form is still to come); export the float model to ONNX, or the int8 one with dt.export")
     require_onnx(what)
     path = Path(os.fspath(f))
     inputs = _as_inputs(args, what)

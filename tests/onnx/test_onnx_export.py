@@ -273,15 +273,22 @@ def _traced_ops() -> set[str]:
     return ops
 
 
+#: The int8 operators (issue 17, in progress): their ONNX form (QuantizeLinear / DequantizeLinear around the float
+#: operators, QDQ) is still to come; until then dtorch.onnx.export refuses an int8 model naming the operator
+#: (test_an_int8_model_is_refused_with_the_operator_named). Remove them from here as their mappings land.
+INT8_PENDING = {"quantize", "dequantize", "qconv2d", "qlinear", "qadd", "qmean"}
+
+
 def test_every_catalogue_op_has_an_onnx_mapping() -> None:
-    assert unmapped_ops() == [], (f"catalogue operators without an ONNX mapping in dtorch/onnx/exporter.py "
-                                  f"OP_MAPPING: {unmapped_ops()}")
+    missing = [op for op in unmapped_ops() if op not in INT8_PENDING]
+    assert missing == [], f"catalogue operators without an ONNX mapping in dtorch/onnx/exporter.py OP_MAPPING: {missing}"
+    assert INT8_PENDING <= set(unmapped_ops()), "an int8 operator got its mapping: take it out of INT8_PENDING"
 
 
 def test_every_catalogue_op_is_checked_against_eager() -> None:
     """Each mapping runs in a parity test: the family models above trace to every catalogue operator but those
     the hand-built graphs below test."""
-    missing = sorted(set(CATALOGUE) - _traced_ops() - {op for op, *_ in HAND.values()})
+    missing = sorted(set(CATALOGUE) - _traced_ops() - {op for op, *_ in HAND.values()} - INT8_PENDING)
     assert missing == [], f"catalogue operators no ONNX parity test exercises: {missing}"
 
 
@@ -682,7 +689,7 @@ def test_failures_leave_no_file(tmp_path: Path) -> None:
 
 def test_unmapped_op_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(OP_MAPPING, "relu")
-    assert unmapped_ops() == ["relu"]
+    assert [op for op in unmapped_ops() if op not in INT8_PENDING] == ["relu"]
     with pytest.raises(ExportError, match="operator 'relu' at 'act' has no ONNX mapping in dtorch.onnx.export"):
         dtorch.onnx.export(Fn(lambda s, x: s.act(x), act=nn.ReLU()), dt.randn(2, 3), tmp_path / "m.onnx")
     _no_files(tmp_path)
@@ -703,3 +710,16 @@ def test_checker_failure_writes_nothing(tmp_path: Path, monkeypatch: pytest.Monk
                                           r"\(opset 17\).*nothing was written"):
         dtorch.onnx.export(Fn(lambda s, x: F.relu(x)), dt.randn(2, 3), tmp_path / "m.onnx")
     _no_files(tmp_path)
+
+
+def test_an_int8_model_is_refused_with_the_operator_named(tmp_path: Path) -> None:
+    """Until the QDQ mappings land (INT8_PENDING): a quantized model is refused with the int8 operator named, and no
+    file is written."""
+    dt.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU()).eval()
+    qmodel = dt.quant.quantize(model, [np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype(np.float32)])
+    dtm = tmp_path / "q.dtm"
+    dt.export(qmodel, dt.randn(1, 3, 8, 8), dtm)
+    with pytest.raises(ExportError, match="an int8 model .* has no ONNX mapping in dtorch.onnx.export yet"):
+        dtorch.onnx.export(qmodel, dt.randn(1, 3, 8, 8), tmp_path / "q.onnx")
+    assert not (tmp_path / "q.onnx").exists()
