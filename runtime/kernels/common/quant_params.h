@@ -71,6 +71,24 @@ inline Status quant_unary_run(const OpSchema& schema, const KernelContext& ctx, 
   return Status::Ok();
 }
 
+// The int8 clamp [lo, hi] of the node's fused `activation` (none, relu, relu6) on an output of y_scale and
+// y_zero_point; `what` names the node in the refusal of any other activation ("product", "add").
+inline Status read_output_clamp(const char* op, const Attrs& attrs, const char* what, double y_scale,
+                                int32_t y_zero_point, int32_t* lo, int32_t* hi) {
+  const char* act = attrs.get_string("activation");
+  int kind = 0;
+  if (act != nullptr && act[0] != '\0' && strcmp(act, "none") != 0) {
+    if (strcmp(act, "relu") == 0)
+      kind = 1;
+    else if (strcmp(act, "relu6") == 0)
+      kind = 2;
+    else
+      return op_error(StatusCode::kInvalidModel, op, "activation '%s' cannot be fused into an int8 %s", act, what);
+  }
+  requant::activation_range(kind, static_cast<float>(y_scale), y_zero_point, lo, hi);
+  return Status::Ok();
+}
+
 // A product's input and output quantization and the int8 range its fused activation clamps to.
 struct QuantIO {
   double x_scale, y_scale;
@@ -83,18 +101,7 @@ inline Status read_quant_io(const char* op, const Attrs& attrs, QuantIO* q) {
   DTORCH_RETURN_IF_ERROR(read_scale(op, attrs, "y_scale", &q->y_scale));
   q->x_zero_point = static_cast<int32_t>(attrs.get_int("x_zero_point"));
   q->y_zero_point = static_cast<int32_t>(attrs.get_int("y_zero_point"));
-  const char* act = attrs.get_string("activation");
-  int kind = 0;
-  if (act != nullptr && act[0] != '\0' && strcmp(act, "none") != 0) {
-    if (strcmp(act, "relu") == 0)
-      kind = 1;
-    else if (strcmp(act, "relu6") == 0)
-      kind = 2;
-    else
-      return op_error(StatusCode::kInvalidModel, op, "activation '%s' cannot be fused into an int8 product", act);
-  }
-  requant::activation_range(kind, static_cast<float>(q->y_scale), q->y_zero_point, &q->lo, &q->hi);
-  return Status::Ok();
+  return read_output_clamp(op, attrs, "product", q->y_scale, q->y_zero_point, &q->lo, &q->hi);
 }
 
 // Checks the per-channel weight scales (w_scale, n float32 values: finite, >= 0) and that each channel's

@@ -6,7 +6,6 @@
 // multiplied by s / (2^20 * y_scale), the output zero point added and the result clamped. Every step is an int32
 // value (|q - zp| <= 255, so the shifted inputs stay below 2^28).
 #include <cstdint>
-#include <cstring>
 
 #include "kernels/common/broadcast.h"
 #include "kernels/common/quant_params.h"
@@ -38,13 +37,7 @@ Status check(const Attrs& attrs, const TensorView* in, int n_in, int n_out, Shap
   p->a_zp = static_cast<int32_t>(attrs.get_int("a_zero_point"));
   p->b_zp = static_cast<int32_t>(attrs.get_int("b_zero_point"));
   p->y_zp = static_cast<int32_t>(attrs.get_int("y_zero_point"));
-  int kind = 0;
-  const char* act = attrs.get_string("activation");
-  if (act != nullptr && strcmp(act, "relu") == 0) kind = 1;
-  if (act != nullptr && strcmp(act, "relu6") == 0) kind = 2;
-  if (act != nullptr && act[0] != '\0' && strcmp(act, "none") != 0 && kind == 0)
-    return op_error(StatusCode::kInvalidModel, kOp, "activation '%s' cannot be fused into an int8 add", act);
-  rq::activation_range(kind, static_cast<float>(p->y_scale), p->y_zp, &p->lo, &p->hi);
+  DTORCH_RETURN_IF_ERROR(kernels::read_output_clamp(kOp, attrs, "add", p->y_scale, p->y_zp, &p->lo, &p->hi));
   const double twice = 2.0 * (p->a_scale > p->b_scale ? p->a_scale : p->b_scale);
   const double out_real = twice / (static_cast<double>(1 << kLeftShift) * p->y_scale);
   if (!rq::multiplier_ok(out_real))
