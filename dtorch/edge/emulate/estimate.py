@@ -15,11 +15,12 @@ the real board within about 2x of it. Shapes are the ones recorded at export, sc
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 __all__ = ["COMPUTE_EFFICIENCY", "DEPTHWISE_EFFICIENCY", "MEMORY_EFFICIENCY", "NodeWork", "estimate_latency",
-           "model_work"]
+           "model_work", "node_work"]
 
 COMPUTE_EFFICIENCY = 0.30    # dense convolutions, linear, matmul
 DEPTHWISE_EFFICIENCY = 0.06  # one input channel per output channel: little reuse
@@ -39,36 +40,46 @@ def _numel(shape: list[int]) -> int:
     return int(math.prod(shape)) if shape else 1
 
 
+def node_work(op: str, attrs: Mapping[str, Any], inputs: Sequence[tuple[Sequence[int], str, bool] | None],
+              outputs: Sequence[tuple[Sequence[int], str]], batch_scale: float = 1.0) -> NodeWork:
+    """The work of one node: `inputs` as (example shape, dtype, is a constant) or None for an absent one, `outputs`
+    as (example shape, dtype). Bytes count each tensor's own element size; the int8 products (qconv2d, qlinear) count
+    their MACs as the float ones do (the fp32 rate: an upper bound where the board has int8 dot products)."""
+    import numpy as np
+
+    def scaled(n: float, const: bool) -> float:  # constants (weights) do not grow with the batch
+        return n if const else n * batch_scale
+
+    isz = [(_numel(list(s)), np.dtype(d).itemsize, c) for s, d, c in (t for t in inputs if t is not None)]
+    osz = [_numel(list(s)) for s, _ in outputs]
+    nbytes = sum(scaled(n * size, c) for n, size, c in isz) + sum(
+        n * batch_scale * np.dtype(d).itemsize for n, (_, d) in zip(osz, outputs))
+    macs = 0
+    depthwise = False
+    w = list(inputs[1][0]) if len(inputs) >= 2 and inputs[1] is not None else None
+    if op in ("conv2d", "qconv2d", "conv_transpose2d") and w is not None:
+        per_out = w[1] * w[2] * w[3] if len(w) == 4 else 0  # O, Cg, kh, kw (conv_transpose: C, Og, kh, kw)
+        if op == "conv_transpose2d":
+            macs = int(_numel(list(inputs[0][0])) * per_out * batch_scale) if inputs[0] is not None else 0
+        else:
+            macs = int(osz[0] * per_out * batch_scale)
+            depthwise = len(w) == 4 and w[1] == 1 and int(attrs.get("groups", 1)) > 1
+    elif op in ("linear", "qlinear") and w is not None:
+        macs = int(osz[0] * w[-1] * batch_scale)
+    elif op == "matmul" and len(inputs) >= 2 and inputs[0] is not None:
+        macs = int(osz[0] * list(inputs[0][0])[-1] * batch_scale)
+    flops = 0 if macs else int(sum(osz) * batch_scale)
+    return NodeWork(op=op, macs=macs, depthwise=depthwise, flops=flops, bytes=int(nbytes))
+
+
 def model_work(dtm: Any, batch_scale: float = 1.0) -> list[NodeWork]:
     """The work of every node of a read .dtm file (dtorch._export.reader.DtmFile)."""
     out = []
     for node in dtm.nodes:
-        ins = [dtm.tensors[i] if i >= 0 else None for i in node.inputs]
-        outs = [dtm.tensors[i] for i in node.outputs]
-        isz = [(_numel(t.example_shape), t) for t in ins if t is not None]
-        osz = [_numel(t.example_shape) for t in outs]
-
-        def scaled(n: int, t: Any) -> float:  # constants (weights) do not grow with the batch
-            return n if t.kind == "constant" else n * batch_scale
-
-        nbytes = sum(scaled(n, t) * 4 for n, t in isz) + sum(n * batch_scale * 4 for n in osz)
-        macs = 0
-        op = node.op
-        depthwise = False
-        if op in ("conv2d", "conv_transpose2d") and len(ins) >= 2 and ins[1] is not None:
-            w = ins[1].example_shape  # O, Cg, kh, kw (conv_transpose: C, Og, kh, kw)
-            per_out = w[1] * w[2] * w[3] if len(w) == 4 else 0
-            if op == "conv_transpose2d":
-                macs = int(_numel(ins[0].example_shape) * (w[1] * w[2] * w[3]) * batch_scale)
-            else:
-                macs = int(osz[0] * per_out * batch_scale)
-                depthwise = len(w) == 4 and w[1] == 1 and int(node.attrs.get("groups", 1)) > 1
-        elif op == "linear" and len(ins) >= 2 and ins[1] is not None:
-            macs = int(osz[0] * ins[1].example_shape[-1] * batch_scale)
-        elif op == "matmul" and len(ins) >= 2 and ins[0] is not None:
-            macs = int(osz[0] * ins[0].example_shape[-1] * batch_scale)
-        flops = 0 if macs else int(sum(osz) * batch_scale)
-        out.append(NodeWork(op=op, macs=macs, depthwise=depthwise, flops=flops, bytes=int(nbytes)))
+        ins = [None if i < 0 else (dtm.tensors[i].example_shape, dtm.tensors[i].dtype,
+                                   dtm.tensors[i].kind == "constant") for i in node.inputs]
+        outs = [(dtm.tensors[i].example_shape, dtm.tensors[i].dtype) for i in node.outputs]
+        out.append(node_work(node.op, node.attrs, ins, outs, batch_scale))
     return out
 
 
