@@ -155,14 +155,21 @@ class Emulator:
 
 @dataclass(frozen=True)
 class Accelerator:
-    """An accelerator on the board (listed for information; the runtime's delegates come later).
-    `tops` is the vendor's peak figure in `precision` (None when the vendor publishes no comparable figure)."""
+    """An accelerator on the board. `tops` is the vendor's peak figure in `precision` (None when the vendor publishes
+    no comparable figure). The cost-model figures a simulating backend reads (dtorch/backends/npu_sim.py), each None
+    when the file gives none: `mhz` (clock), `cores`, `macs_per_cycle` (int8 multiply-accumulates per cycle of one
+    core), `dma_gbs` (the bandwidth its DMA gets, GB/s), `launch_us` (the cost of starting one job)."""
 
     kind: str
     name: str
     tops: float | None = None
     precision: str = ""
     note: str = ""
+    mhz: int | None = None
+    cores: int | None = None
+    macs_per_cycle: int | None = None
+    dma_gbs: float | None = None
+    launch_us: float | None = None
 
 
 @dataclass(frozen=True)
@@ -232,7 +239,8 @@ class Board:
             "emulator": {"kind": self.emulator.kind, "binary": self.emulator.binary, "cpu": self.emulator.cpu,
                          "stand_in": self.emulator.stand_in, "note": self.emulator.note},
             "accelerators": [{"kind": a.kind, "name": a.name, "tops": a.tops, "precision": a.precision,
-                              "note": a.note} for a in self.accelerators],
+                              "note": a.note, "mhz": a.mhz, "cores": a.cores, "macs_per_cycle": a.macs_per_cycle,
+                              "dma_gbs": a.dma_gbs, "launch_us": a.launch_us} for a in self.accelerators],
             "file": str(self.path) if self.path else None,
         }
 
@@ -461,13 +469,19 @@ def _parse(path: Path, data: Mapping[str, Any]) -> Board:
         where = f"accelerators[{i}]."
         if not isinstance(a, dict):
             raise r.fail(f"accelerators[{i}]", "expected a table")
-        r.no_extra(a, {"kind", "name", "tops", "precision", "note"}, where)
+        r.no_extra(a, {"kind", "name", "tops", "precision", "note", "mhz", "cores", "macs_per_cycle", "dma_gbs",
+                       "launch_us"}, where)
         accelerators.append(Accelerator(
             kind=r.str_(a, "kind", where, choices=ACCELERATOR_KINDS) or "",
             name=r.str_(a, "name", where) or "",
             tops=r.num(a, "tops", where, required=False),
             precision=r.str_(a, "precision", where, required=False, default="") or "",
             note=r.str_(a, "note", where, required=False, default="") or "",
+            mhz=r.int_(a, "mhz", where, required=False),
+            cores=r.int_(a, "cores", where, required=False),
+            macs_per_cycle=r.int_(a, "macs_per_cycle", where, required=False),
+            dma_gbs=r.num(a, "dma_gbs", where, required=False),
+            launch_us=r.num(a, "launch_us", where, required=False),
         ))
 
     return Board(name=name, description=description, arch=arch, cpu=tuple(clusters), ram_mb=ram_mb,
