@@ -533,7 +533,8 @@ def compare_cmd(float_model: Path, int8_model: Path, inputs: tuple[Path, ...], a
 
 @main.group("ops")
 def ops_group() -> None:
-    """Operator lists for pruned builds: record what a model executes, list what models need."""
+    """Operators: record what a model executes, list what models need (op lists for pruned builds), check which
+    backend takes each node."""
 
 
 @ops_group.command("record")
@@ -623,6 +624,49 @@ def ops_list(models: tuple[Path, ...], ops_file: str | None, as_json: bool) -> N
         sys.exit(1)
 
 
+@ops_group.command("check")
+@click.option("--board", required=True, help="A board name (dtorch-edge boards).")
+@click.option("--model", required=True, type=click.Path(dir_okay=False, path_type=Path), help="A .dtm model.")
+@click.option("--backend", default=None,
+              help="An accelerator backend to offer every node first, e.g. npu-sim (the backends are the entry points "
+                   "of the group dtorch.backends); default: the board's CPU build alone.")
+@click.option("--json", "as_json", is_flag=True, help="Print machine-readable JSON.")
+def ops_check(board: str, model: Path, backend: str | None, as_json: bool) -> None:
+    """Print the support matrix of MODEL on BOARD: each node, the backend that takes it and its kernel, and for each
+    node that falls back the exact reason (operator, dtype, kernel size, stride, alignment, ...); then the plan: the
+    subgraphs, the transfers between them with their bytes, and estimated times where a backend has a cost model.
+    Exit 1 when a node has no kernel on the board's CPU build."""
+    import json
+
+    from .._export.errors import DtmFormatError
+    from ..backends import BackendError, check_model, discover
+    from .boards import BoardError
+
+    registry = discover()
+    try:
+        plan = check_model(model, board, backend, registry=registry)
+    except (BoardError, DtmFormatError, BackendError) as e:
+        click.echo(f"error: {e}", err=True)
+        sys.exit(1)
+    for e in registry.errors:
+        if e.name != backend:
+            click.echo(f"warning: {e.line()}; the other backends work", err=True)
+    if as_json:
+        d = plan.to_json()
+        d["load_errors"] = [e.to_json() for e in registry.errors]
+        click.echo(json.dumps(d, indent=2))
+    else:
+        for line in plan.lines():
+            click.echo(line)
+    bad = plan.unsupported
+    if bad:
+        nodes = "; ".join(f"node {a.node.index} {a.node.op}:{a.node.dtype} ({a.refusal.line() if a.refusal else '?'})"
+                          for a in bad)
+        click.echo(f"error: {len(bad)} node(s) have no kernel in {plan.board}'s CPU build and no backend takes them: "
+                   f"{nodes}; a runtime built for {plan.board} refuses this model", err=True)
+        sys.exit(1)
+
+
 class _RunnerChoice(click.Choice):  # type: ignore[type-arg]
     """--runner: auto and the runners dtorch.edge.emulate finds (one module each), read when the option is first
     used, so that `dtorch-edge --help` does not import the emulator code and a new runner needs no edit here."""
@@ -670,13 +714,17 @@ _RUNNER_HELP = "local: QEMU user mode here; docker: the same in a FROM scratch c
               help="Where a bundle built for --model goes.")
 @click.option("--json", "json_out", type=click.Path(dir_okay=False, allow_dash=True, path_type=Path), default=None,
               help="Write the figures as JSON to this file ('-': standard output).")
+@click.option("--backend", default=None,
+              help="An accelerator backend, e.g. npu-sim: its plan of the model is simulated on the same inputs (bits "
+                   "checked against the CPU run) and its estimated latency reported beside the emulated figures.")
 @click.option("--quiet", is_flag=True, help="No progress bars.")
 def emulate(board: str, model: Path | None, bundle: Path | None, runner: str, runs: int, bench_runs: int,
             data: tuple[Path, ...], threads: int, timeout: float, no_instructions: bool, kernels: str, out: Path,
-            json_out: Path | None, quiet: bool) -> None:
+            json_out: Path | None, backend: str | None, quiet: bool) -> None:
     """Run a model on an emulated board and report parity, cold start, latency, guest instructions, peak memory and
-    size (all emulated) and an estimate of the real board's latency. Exit 1 when parity fails or the model does not
-    fit the board's RAM."""
+    size (all emulated) and an estimate of the real board's latency; with --backend, a simulated accelerator's plan
+    and its estimated latency too. Exit 1 when parity fails, the model does not fit the board's RAM, or the
+    simulated plan's outputs differ from the CPU run."""
     import json
 
     from .emulate import EmulateError
@@ -687,7 +735,7 @@ def emulate(board: str, model: Path | None, bundle: Path | None, runner: str, ru
     try:
         rep = run_emulation(board, model=model, bundle=bundle, runner=runner, runs=runs, bench_runs=bench_runs,
                             data=list(data), timeout=timeout, threads=threads, count_instructions=not no_instructions,
-                            out=out, log=log, progress=not quiet, kernels=kernels)
+                            out=out, log=log, progress=not quiet, kernels=kernels, backend=backend)
     except EmulateError as e:
         click.echo(f"error: {e}", err=True)
         sys.exit(1)
@@ -701,7 +749,9 @@ def emulate(board: str, model: Path | None, bundle: Path | None, runner: str, ru
             write_atomic(json_out, text.encode())
     for line in rep.lines():
         log(line)
-    if not rep.parity_pass or not rep.fits:
+    if not rep.accelerator_pass:
+        click.echo(f"error: the simulated {backend} plan's outputs differ from the CPU run", err=True)
+    if not rep.parity_pass or not rep.fits or not rep.accelerator_pass:
         sys.exit(1)
 
 

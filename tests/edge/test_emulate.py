@@ -328,6 +328,29 @@ def test_cli_emulate_json_and_errors(models, bundles, tmp_path):
     assert len(err) == 1 and "was built for board 'rk3588'" in err[0]
 
 
+def test_cli_emulate_with_the_simulated_npu(models, bundles, digits, tmp_path):
+    """emulate --backend npu-sim: the emulated CPU figures and, beside them, the simulated NPU's plan of the int8 model
+    (run on the same inputs, with the CPU run's bits) and its estimated latency, each labelled as what it is."""
+    qpath = bundles["rk3588"] / models["simplenet_int8"][1].name
+    r = CliRunner().invoke(main, ["emulate", "--board", "rk3588", "--bundle", str(bundles["rk3588"]), "--model",
+                                  str(qpath), "--data", str(digits), "--runner", "local", "--runs", "1", "--bench-runs",
+                                  "1", "--no-instructions", "--backend", "npu-sim", "--json", str(tmp_path / "npu.json"),
+                                  "--quiet"])
+    assert r.exit_code == 0, r.output
+    d = json.loads((tmp_path / "npu.json").read_text())
+    assert d["parity"]["pass"] and d["latency_ms"]["label"] == "emulated"
+    acc = d["accelerator"]
+    assert acc["backend"] == "npu-sim" and acc["label"] == "simulation" and acc["latency_label"] == "estimate"
+    assert acc["outputs_bit_identical_to_cpu"] is True and acc["inputs"] == 1
+    # quantize (float32 in) and dequantize (float32 out) stay on the CPU; the int8 rest is one NPU subgraph
+    assert acc["nodes_on_backend"] == acc["nodes"] - 2 and len(acc["subgraphs"]) == 1 and acc["transfers"] == 2
+    assert {f["op"] for f in acc["fallbacks"]} == {"quantize", "dequantize"}
+    assert acc["estimate_total_ms"] > acc["subgraphs"][0]["estimate"]["launch_ms"] > 0
+    assert "latency (emulated): p50" in r.output
+    assert "npu-sim (simulation, latencies are estimates)" in r.output and "bit-identical to the CPU run" in r.output
+    assert "latency with npu-sim (estimate, not measured)" in r.output
+
+
 def test_cli_bench_writes_table_json_chart_and_checks_a_baseline(models, tmp_path):
     from PIL import Image
 

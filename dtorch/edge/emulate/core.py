@@ -59,6 +59,12 @@ class EmulationReport:
     def fits(self) -> bool:
         return bool(self.figures.get("memory", {}).get("fits", True))
 
+    @property
+    def accelerator_pass(self) -> bool:
+        """The simulated accelerator plan (--backend) gave the CPU run's bits (True without one)."""
+        acc = self.figures.get("accelerator")
+        return acc is None or bool(acc.get("outputs_bit_identical_to_cpu"))
+
     def to_json(self) -> dict[str, Any]:
         return {"board": self.board, "runner": self.runner, "emulator": self.emulator,
                 "emulated": self.figures.get("label") != "native",
@@ -194,11 +200,14 @@ def emulate(board: str, *, model: str | os.PathLike[str] | None = None, bundle: 
             timeout: float = 600.0, threads: int = 1, count_instructions: bool = True, out: str | os.PathLike[str] = "dist",
             eager: Callable[[list[np.ndarray]], list[np.ndarray]] | None = None, log: Callable[[str], None] = print,
             progress: bool = True, root: str | os.PathLike[str] | None = None,
-            kernels: str = "fast") -> EmulationReport:
+            kernels: str = "fast", backend: str | None = None) -> EmulationReport:
     """Run a bundle (or build one from `model`) on `board`'s emulator and measure it; see the module docstring.
     `eager(inputs) -> outputs` is the reference for inputs without one in the file; `root` is another resource
     root for the board and profile files (tests). `kernels`: the policy the cold start, latency and instruction runs
-    use ("fast": the board's SIMD set where it has one; "exact": the portable bits); parity checks both."""
+    use ("fast": the board's SIMD set where it has one; "exact": the portable bits); parity checks both.
+    `backend`: an accelerator backend (dtorch.backends, e.g. "npu-sim"): its plan of the model is simulated on the
+    host on the same inputs (outputs checked bit for bit against the CPU run) and its estimated latency reported
+    beside the emulated figures (figures["accelerator"])."""
     if kernels not in ("fast", "exact"):
         raise EmulateError(f"kernels must be 'fast' or 'exact', not {kernels!r}")
     from ..._export.errors import DtmFormatError
@@ -216,6 +225,7 @@ def emulate(board: str, *, model: str | os.PathLike[str] | None = None, bundle: 
     except BoardError as e:
         raise EmulateError(str(e)) from None
     profile = profile_for(b, root)
+    backends = _accelerator(b, backend)  # checked before anything is built
     model_path = Path(model).resolve() if model is not None else None
     if model_path is not None and not model_path.is_file():
         raise EmulateError(f"model not found: {str(model_path)!r}; export one with dt.export(model, example, "
@@ -263,8 +273,30 @@ def emulate(board: str, *, model: str | os.PathLike[str] | None = None, bundle: 
     est = estimate_latency(b, model_work(dtm, batch_scale))
     figures["estimate"] = est
     figures["toolchain"] = manifest.get("toolchain")
+    if backends is not None:
+        from ...backends import BackendError, make_plan, simulation_figures
+
+        try:
+            plan = make_plan(dtm, b, *backends, batch_scale=batch_scale)
+            figures["accelerator"] = simulation_figures(plan, dtm, [arrays for _, arrays in samples])
+        except BackendError as e:
+            raise EmulateError(f"--backend {backend}: {e}") from None
     return EmulationReport(board=b.name, runner=r.name, emulator=b.emulator.summary(), model=str(dtm_path),
                            bundle=str(bundle_dir), figures=figures)
+
+
+def _accelerator(board: Any, name: str | None) -> tuple[Any, Any] | None:
+    """(the board's cpu backend, the accelerator backend `name`) for --backend, or None without one (or for "cpu":
+    the emulated figures are the CPU's)."""
+    if name is None or name == "cpu":
+        return None
+    from ...backends import BackendError, discover
+
+    registry = discover()
+    try:
+        return registry.get("cpu", board), registry.get(name, board)
+    except BackendError as e:
+        raise EmulateError(str(e)) from None
 
 
 def _measure(r: Runner, b: Any, dtm: Any, dtm_path: Path, model_arg: str, samples: list[tuple[str, list[np.ndarray]]],

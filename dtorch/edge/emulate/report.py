@@ -7,7 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-__all__ = ["bench_markdown", "bench_chart", "human_lines", "write_bench_report"]
+__all__ = ["accelerator_lines", "bench_markdown", "bench_chart", "human_lines", "write_bench_report"]
 
 
 def _mb(n: float | None) -> str:
@@ -49,6 +49,36 @@ def human_lines(rep: Any) -> list[str]:
                      f"({est['basis']})")
     else:
         lines.append("  latency on the real board (estimate): n/a (the board file gives no CPU figures)")
+    acc = f.get("accelerator")
+    if acc:
+        lines += accelerator_lines(acc)
+    return lines
+
+
+def accelerator_lines(acc: dict[str, Any]) -> list[str]:
+    """The lines of a simulated accelerator plan (emulate --backend): named a simulation, its times estimates."""
+    name = acc["backend"]
+    subs = acc["subgraphs"]
+    same = ("bit-identical to the CPU run" if acc["outputs_bit_identical_to_cpu"] else "DIFFER from the CPU run")
+    lines = [f"  {name} (simulation, latencies are estimates): {acc['nodes_on_backend']} of {acc['nodes']} nodes in "
+             f"{len(subs)} subgraph{'s' if len(subs) != 1 else ''}, {acc['transfers']} transfers "
+             f"({acc['transfer_bytes']} bytes); outputs {same} on {acc['inputs']} input(s)"]
+    total = acc.get("estimate_total_ms")
+    if total is not None:
+        parts = ", ".join(f"{k} {v:.3f} ms" for k, v in acc["estimate_ms"].items())
+        cpu = acc.get("cpu_only_estimate_ms")
+        vs = f" vs {cpu:.3f} ms on the CPU alone (estimate)" if cpu is not None else ""
+        lines.append(f"  latency with {name} (estimate, not measured): {total:.3f} ms ({parts}){vs}")
+    for k, s in enumerate(subs):
+        est = s.get("estimate") or {}
+        if est:
+            lines.append(f"    subgraph {k}: nodes {s['nodes'][0]}-{s['nodes'][-1]}: {est['latency_ms']:.3f} ms "
+                         f"(estimate: compute {est['compute_ms']:.3f}, memory {est['memory_ms']:.3f}, launch "
+                         f"{est['launch_ms']:.3f}; {est['macs'] / 1e6:.2f} M MACs)")
+    if acc.get("basis"):
+        lines.append(f"    basis: {acc['basis']}")
+    for fb in acc.get("fallbacks", []):
+        lines.append(f"    node {fb['node']} {fb['op']} on the CPU: {fb['category']}: {fb['reason']}")
     return lines
 
 
