@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
+from dtorch.catalogue import OPSET
 from dtorch.edge.cli import main
 
 _spec = importlib.util.spec_from_file_location("backend_test_models",
@@ -129,6 +130,14 @@ def test_ops_check_on_a_missing_or_corrupt_model(stride8, tmp_path):
     assert "truncated" in r.stderr or "corrupt" in r.stderr
     r = _check("--board", "rk3588")
     assert r.exit_code == 2 and "Missing option '--model'" in r.output
+    # an operator outside the catalogue: the model's reader names it (no runtime of any board has it)
+    alien = tmp_path / "alien.dtm"
+    alien.write_bytes(stride8.read_bytes().replace(b"qmean", b"qmeen"))
+    r = _check("--board", "rk3588", "--model", str(alien))
+    assert r.exit_code == 1 and r.stdout == ""
+    assert r.stderr.strip() == (f"error: {alien}: node 4 ('qmeen' at <top>): unknown operator 'qmeen' (not in the "
+                                f"opset {OPSET} catalogue); the file does not follow the opset {OPSET} catalogue "
+                                f"(runtime/OPS.md)")
 
 
 def test_emulate_checks_its_backend_before_building_or_running(stride8, tmp_path):
