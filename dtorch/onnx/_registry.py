@@ -25,18 +25,27 @@ from .errors import OnnxImportError
 if TYPE_CHECKING:
     from .importer import _Specializer
 
-__all__ = ["TRANSLATORS", "Ctx", "supported_ops", "translates"]
+__all__ = ["CONTRIB_DOMAIN", "CONTRIB_OPS", "TRANSLATORS", "Ctx", "supported_ops", "translates"]
 
 Translator = Callable[["Ctx"], Sequence["Value | None"]]
 TRANSLATORS: dict[str, Translator] = {}
+#: The com.microsoft operators among TRANSLATORS (ONNX Runtime's contrib operators of its quantized QOperator
+#: format: QLinearAdd, QGemm, ...); every other translator is of the default domain.
+CONTRIB_DOMAIN = "com.microsoft"
+CONTRIB_OPS: set[str] = set()
 
 
-def translates(*op_types: str) -> Callable[[Translator], Translator]:
+def translates(*op_types: str, domain: str = "") -> Callable[[Translator], Translator]:
+    if domain not in ("", CONTRIB_DOMAIN):
+        raise RuntimeError(f"translators are of the default domain or {CONTRIB_DOMAIN!r}, not {domain!r}")
+
     def deco(fn: Translator) -> Translator:
         for t in op_types:
             if t in TRANSLATORS:
                 raise RuntimeError(f"ONNX operator {t!r} has two translators")
             TRANSLATORS[t] = fn
+            if domain:
+                CONTRIB_OPS.add(t)
         return fn
 
     return deco
@@ -58,10 +67,11 @@ def _load() -> None:
 
 
 def supported_ops() -> list[str]:
-    """The ONNX operator types (default domain) the importer translates, sorted. Besides these, any operator
-    whose inputs are all constants (shape arithmetic, Constant, ConstantOfShape, Range, ...) folds at import."""
+    """The ONNX operator types the importer translates, sorted: the default domain's by name, ONNX Runtime's contrib
+    operators as 'com.microsoft::QLinearAdd'. Besides these, any operator whose inputs are all constants (shape
+    arithmetic, Constant, ConstantOfShape, Range, ...) folds at import."""
     _load()
-    return sorted(TRANSLATORS)
+    return sorted(f"{CONTRIB_DOMAIN}::{t}" if t in CONTRIB_OPS else t for t in TRANSLATORS)
 
 
 def _attr_value(a: Any) -> Any:

@@ -33,15 +33,22 @@ from .._export.graph import Graph, Node, Value, c_array
 from .._export.passes import run_passes
 from .._export.writer import check_writable
 from ..catalogue import OPSET
-from ._registry import TRANSLATORS, Ctx, _load, supported_ops
+from ._qdq import QuantizedGraph, prepare_quantized
+from ._registry import CONTRIB_DOMAIN, CONTRIB_OPS, TRANSLATORS, Ctx, _load, supported_ops
 from .errors import OnnxImportError, require_onnx
 
-__all__ = ["MAX_OPSET", "MIN_OPSET", "ImportReport", "import_model"]
+__all__ = ["MAX_OPSET", "MIN_OPSET", "QUANTIZED_PARITY_TOLERANCE", "ImportReport", "import_model"]
 
 #: The default-domain opsets the translators implement natively: 11 to 21 as torch.onnx, tf2onnx and Paddle2ONNX
 #: write them; 22 to 24 only widened the types of the operators translated here (bfloat16, float8, int4), which
 #: ONNX's own backend tests at those opsets check (benchmarks/onnx_conformance.py).
 MIN_OPSET, MAX_OPSET = 11, 24
+#: The default parity tolerance (max error over the output's scale) of a quantized model: its int8 tensors may be a
+#: step apart from ONNX Runtime's where a value lies within rounding of a half step (fixed-point against float
+#: requantization), and a step early in the graph can move an output by a few of its steps.
+QUANTIZED_PARITY_TOLERANCE = 0.05
+#: The int8 catalogue operators (a quantized import's summary counts them).
+INT8_OPS = ("qconv2d", "qlinear", "qadd", "qmean", "quantize", "dequantize")
 #: Opsets below MIN_OPSET are converted up to this one with onnx.version_converter first.
 _CONVERT_TO = 13
 #: ONNX elem types the runtime takes as graph inputs / outputs.
@@ -78,6 +85,7 @@ class ImportReport:
     warnings: list[str] = field(default_factory=list)
     parity: dict[str, float] | None = None  # output name -> max abs error / output scale, vs ONNX Runtime
     parity_note: str = ""
+    quantization: str = ""  # a quantized model's int8 groups and float fallbacks (dtorch/onnx/_qdq.py)
 
     def summary(self) -> str:
         dyn = {n: s for n, s in self.input_shapes.items() if any(isinstance(d, str) for d in s)}
@@ -89,6 +97,8 @@ class ImportReport:
             lines.append("dynamic: " + ", ".join(sorted({d for s in dyn.values() for d in s if isinstance(d, str)})))
         lines.append("passes: " + ", ".join(f"{n} {a}->{b}" for n, a, b in self.passes))
         lines.append(f"arena {self.arena_size} B, parameters {self.parameter_bytes} B, ops {', '.join(self.op_list)}")
+        if self.quantization:
+            lines.append(self.quantization)
         if self.parity is not None:
             worst = max(self.parity.values(), default=0.0)
             lines.append(f"parity vs ONNX Runtime: max error {worst:.3g} x output scale")
@@ -427,9 +437,11 @@ class _Specializer:
         self.node_index = idx
         ctx = Ctx(self, node, self.opset)
         ctx.varying = varying
-        if node.domain not in ("", "ai.onnx"):
+        if node.domain not in ("", "ai.onnx") and not (node.domain == CONTRIB_DOMAIN and node.op_type in CONTRIB_OPS):
+            contrib = ", ".join(sorted(CONTRIB_OPS))
             raise OnnxImportError(f"ONNX node '{ctx.name}' is {node.domain}::{node.op_type}, an operator of a "
-                                  f"custom domain; dtorch imports the standard (ai.onnx) operators only")
+                                  f"custom domain; dtorch imports the standard (ai.onnx) operators, and of "
+                                  f"{CONTRIB_DOMAIN} {contrib}")
         ins = [self.value(n) if n else None for n in node.input]
         # A shape that follows a dynamic dimension and becomes data (an Expand target, a Range bound, ...) must
         # stay an operator, or the graph would bake in the example size.
@@ -563,7 +575,7 @@ def _specialize_all(proto: Any, opset: int, specs: list[_InputSpec], sizes: dict
 def import_model(model: str | os.PathLike[str], f: str | os.PathLike[str], *, dynamic_axes: Any = None,
                  input_shapes: Mapping[str, Sequence[int]] | None = None,
                  constant_inputs: Mapping[str, np.ndarray] | None = None, check_parity: bool = True,
-                 parity_tolerance: float = 1e-4) -> ImportReport:
+                 parity_tolerance: float | None = None) -> ImportReport:
     """Import the ONNX file `model` and write it as the `.dtm` file `f`.
 
     dynamic_axes: None keeps every dynamic dimension of the inputs (`dim_param`, or unnamed) dynamic under its
@@ -574,7 +586,9 @@ def import_model(model: str | os.PathLike[str], f: str | os.PathLike[str], *, dy
     constant_inputs: {input: array}: inputs whose values are fixed (they become weights), e.g. a `shape` or `axes`
     input that the runtime needs as a constant.
     check_parity: run the imported model and ONNX Runtime (when installed) on the same random inputs and record the
-    largest error relative to each output's scale in the report; an error above `parity_tolerance` raises.
+    largest error relative to each output's scale in the report; an error above `parity_tolerance` raises (default
+    1e-4; for a quantized model QUANTIZED_PARITY_TOLERANCE, as its int8 requantization rounds apart from ONNX
+    Runtime's float one by a step now and then, see dtorch/onnx/_qdq.py).
     """
     require_onnx("dtorch.onnx.import_model")
     src = Path(os.fspath(model))
@@ -587,6 +601,8 @@ def import_model(model: str | os.PathLike[str], f: str | os.PathLike[str], *, dy
     proto, opset = _prepare_model(proto, src, warnings)
     if constant_inputs:
         _freeze(proto, constant_inputs)
+    onnx_ops = [n.op_type for n in proto.graph.node]  # as the file holds them (before any QDQ fusion)
+    quantized = prepare_quantized(proto, opset)
     shapes = {k: [int(x) for x in v] for k, v in (input_shapes or {}).items()}
     specs = _input_specs(proto, shapes)
     dynamic = _dynamic_names(specs, dynamic_axes)
@@ -652,16 +668,33 @@ def import_model(model: str | os.PathLike[str], f: str | os.PathLike[str], *, dy
     except ExportError as e:
         raise OnnxImportError(f"{src}: {e}") from None
     counts: dict[str, int] = {}
-    for n in proto.graph.node:
-        counts[n.op_type] = counts.get(n.op_type, 0) + 1
-    report = ImportReport(dst, src, producer, opset, len(proto.graph.node), dict(sorted(counts.items())),
+    for op_type in onnx_ops:
+        counts[op_type] = counts.get(op_type, 0) + 1
+    report = ImportReport(dst, src, producer, opset, len(onnx_ops), dict(sorted(counts.items())),
                           nodes_imported, len(ga.nodes), stats, res.op_list, in_names, out_names,
                           {v_name: list(v.dims or v.shape) for v_name, v in zip(in_names, ga.inputs)},
                           {v_name: list(v.dims or v.shape) for v_name, v in zip(out_names, ga.outputs)},
                           res.arena_size, res.parameter_bytes, warnings)
+    if quantized is not None:
+        report.quantization = _quantization_summary(quantized, ga)
     if check_parity:
-        _parity(report, src, dst, in_names, example, parity_tolerance, constant_inputs or {})
+        tol = parity_tolerance if parity_tolerance is not None else \
+            QUANTIZED_PARITY_TOLERANCE if quantized is not None else 1e-4
+        _parity(report, src, dst, in_names, example, tol, constant_inputs or {})
     return report
+
+
+def _quantization_summary(q: QuantizedGraph, g: Graph) -> str:
+    """One line: the int8 operators the quantized model runs and what stayed float between its quantizations."""
+    counts: dict[str, int] = {}
+    for n in g.nodes:
+        if n.op in INT8_OPS:
+            counts[n.op] = counts.get(n.op, 0) + 1
+    line = "int8: " + (", ".join(f"{k} {v}" for k, v in sorted(counts.items())) or "no int8 operator")
+    if q.float_groups:
+        line += "; float between DequantizeLinear and QuantizeLinear: " + "; ".join(
+            f"'{name}' ({why})" for name, why in q.float_groups.items())
+    return line
 
 
 def _parity_error(g: np.ndarray, r: np.ndarray) -> float:

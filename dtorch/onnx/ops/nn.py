@@ -36,9 +36,9 @@ def _from_1d(ctx: Ctx, y: Value, was_1d: bool) -> Value:
     return ctx.reshape(y, [n, c, length])
 
 
-def _conv_operands(ctx: Ctx) -> tuple[Value, Value, Value, Value | None, int, bool, list[int], list[int], list[int]]:
-    """Conv / ConvTranspose: (x, x as 2-D, weight as 2-D, bias, spatial dims, was 1-D, kernel, strides, dilations)."""
-    x, w, b = ctx.input(0), ctx.input(1), ctx.optional(2)
+def _conv_operands(ctx: Ctx, x: Value, w: Value) -> tuple[Value, Value, int, bool, list[int], list[int], list[int]]:
+    """Conv / ConvTranspose / QLinearConv: (x as 2-D, weight as 2-D, spatial dims, was 1-D, kernel, strides,
+    dilations)."""
     nsp = len(x.shape) - 2
     x2, was_1d = _to_2d(ctx, x, "the input")
     if was_1d:
@@ -46,23 +46,31 @@ def _conv_operands(ctx: Ctx) -> tuple[Value, Value, Value, Value | None, int, bo
     kernel = [int(k) for k in ctx.attr("kernel_shape", list(w.shape[-nsp:]))][-nsp:]
     strides = _spatial_attr(ctx, "strides", nsp, 1)
     dilations = _spatial_attr(ctx, "dilations", nsp, 1)
-    return x, x2, w, b, nsp, was_1d, kernel, strides, dilations
+    return x2, w, nsp, was_1d, kernel, strides, dilations
 
 
-@translates("Conv")
-def conv(ctx: Ctx) -> Sequence[Value]:
-    x, x2, w, b, nsp, was_1d, kernel, strides, dil = _conv_operands(ctx)
+def conv2d_operands(ctx: Ctx, x: Value, w: Value) -> tuple[Value, Value, dict[str, object], bool]:
+    """A Conv-like node's input and weight as 2-D, the conv2d attributes of its own (stride, dilation, padding,
+    groups), and whether it was 1-D (undo with `_from_1d`)."""
+    x2, w2, _, was_1d, kernel, strides, dil = _conv_operands(ctx, x, w)
     begin, end = spatial_pads(ctx, ctx.shape(x)[2:], kernel, strides, dil)
     if was_1d:
         strides, dil, begin, end = [1, *strides], [1, *dil], [0, *begin], [0, *end]
     attrs = {"stride": strides, "dilation": dil, "padding": [begin[0], end[0], begin[1], end[1]],
              "groups": int(ctx.attr("group", 1))}
-    return [_from_1d(ctx, ctx.emit1("conv2d", [x2, w, b], attrs), was_1d)]
+    return x2, w2, attrs, was_1d
+
+
+@translates("Conv")
+def conv(ctx: Ctx) -> Sequence[Value]:
+    x2, w, attrs, was_1d = conv2d_operands(ctx, ctx.input(0), ctx.input(1))
+    return [_from_1d(ctx, ctx.emit1("conv2d", [x2, w, ctx.optional(2)], attrs), was_1d)]
 
 
 @translates("ConvTranspose")
 def conv_transpose(ctx: Ctx) -> Sequence[Value]:
-    x, x2, w, b, nsp, was_1d, kernel, strides, dil = _conv_operands(ctx)
+    x, w, b = ctx.input(0), ctx.input(1), ctx.optional(2)
+    x2, w, nsp, was_1d, kernel, strides, dil = _conv_operands(ctx, x, w)
     out_pad = _spatial_attr(ctx, "output_padding", nsp, 0)
     ins = ctx.shape(x)[2:]
     full = [s * (i - 1) + (k - 1) * d + 1 for i, k, s, d in zip(ins, kernel, strides, dil)]
@@ -336,7 +344,8 @@ def max_pool(ctx: Ctx) -> Sequence[Value | None]:
                    for sz, k, s, d, b, e in zip(sizes, kernel, strides, dil, begin, end)]
         sym = begin == end and all(2 * p <= k for p, k in zip(begin, kernel))
         if not sym and any(begin + end):
-            x2 = ctx.emit1("pad", [x2], {"pads": [begin[1], end[1], begin[0], end[0]], "value": float("-inf")})
+            low = -128.0 if np.dtype(x2.dtype) == np.int8 else float("-inf")  # an int8 max_pool2d (quantized)
+            x2 = ctx.emit1("pad", [x2], {"pads": [begin[1], end[1], begin[0], end[0]], "value": low})
             begin = end = [0, 0]
         return ctx.emit1("max_pool2d", [x2], {"kernel": kernel, "stride": strides, "padding": begin, "dilation": dil})
 
