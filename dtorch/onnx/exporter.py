@@ -858,7 +858,10 @@ def _pad(b: _Builder, n: _N) -> None:
     mode = str(n.attrs.get("mode", "constant"))
     x = n.req()
     if mode == "constant":  # ONNX Pad crops where a pad is negative, as the catalogue does
-        b.op("Pad", [x, b.ints(begin + end), b.scalar(float(n.attrs.get("value", 0.0)))], n.out, mode="constant")
+        dtype = np.dtype(n.val(0).dtype)  # the value in the input's dtype (integers truncate it toward zero)
+        value = float(n.attrs.get("value", 0.0))
+        fill = b.scalar(value if dtype.kind == "f" else int(value), dtype if dtype.kind in "fiu" else _F32)
+        b.op("Pad", [x, b.ints(begin + end), fill], n.out, mode="constant")
         return
     crop = [i for i in range(r) if begin[i] < 0 or end[i] < 0]
     grow_b, grow_e = [max(p, 0) for p in begin], [max(p, 0) for p in end]
@@ -967,6 +970,104 @@ def _cast(b: _Builder, n: _N) -> None:
     b.op("Where", [b.op("IsNaN", [x]), b.scalar(0, to), y], n.out)
 
 
+# ---------------------------------------------------------------------------- int8 (QDQ)
+# The int8 operators go out in the QDQ form ONNX Runtime's quantizer writes and runs (fusing it into its QLinear*
+# kernels): DequantizeLinear of each int8 operand (weights per output channel along axis 0, the int32 bias at scale
+# x_scale * w_scale), the float operator, the fused activation (Relu, or Clip(0, 6)), QuantizeLinear of the output.
+# dtorch.onnx.import_model fuses these groups back into the same int8 operators (dtorch/onnx/_qdq.py), so an int8
+# model makes the round trip bit-exact. ONNX Runtime requantizes in float, DTorch in fixed point: ONNX Runtime's
+# int8 tensors can be a step apart where a value lies within rounding of a half step.
+
+
+def _dq(b: _Builder, x: str, scale: Any, zero_point: Any, axis: int | None = None, out: str | None = None) -> str:
+    """DequantizeLinear(x, scale, zero_point): per tensor (an int8 zero point; shared scalar initializers), or along
+    `axis` (scale and zero point arrays, new initializers)."""
+    if axis is None:
+        return b.op("DequantizeLinear", [x, b.scalar(float(scale)), b.scalar(int(zero_point), np.int8)], out)
+    return b.op("DequantizeLinear", [x, b.init(np.asarray(scale, _F32), "scale"), b.init(zero_point, "zero_point")],
+                out, axis=axis)
+
+
+def _q_out(b: _Builder, n: _N, t: str) -> None:
+    """t through the node's fused activation, quantized to its output (y_scale, y_zero_point)."""
+    kind = str(n.attrs.get("activation", "none"))
+    if kind != "none":
+        t = _activation(b, kind, t, None)
+    b.op("QuantizeLinear", [t, b.scalar(float(n.attrs["y_scale"])), b.scalar(int(n.attrs["y_zero_point"]), np.int8)],
+         n.out)
+
+
+def _quantize(b: _Builder, n: _N) -> None:
+    b.op("QuantizeLinear", [n.req(), b.scalar(float(n.attrs["scale"])), b.scalar(int(n.attrs["zero_point"]), np.int8)],
+         n.out)
+
+
+def _dequantize(b: _Builder, n: _N) -> None:
+    _dq(b, n.req(), n.attrs["scale"], n.attrs["zero_point"], out=n.out)
+
+
+def _product_operands(b: _Builder, n: _N, transpose: bool) -> tuple[str, str, str | None]:
+    """qconv2d / qlinear: the dequantized input, weight (per output channel; transposed to (K, M) for MatMul) and
+    bias (int32 at x_scale * w_scale[o], None when absent)."""
+    w, ws = n.val(1), n.val(2)
+    if not (w.is_const and w.data is not None and ws.is_const and ws.data is not None):
+        raise n.fail("its weight and weight scales must be constants")
+    scales = np.asarray(ws.data, _F32).reshape(-1)
+    m = int(w.shape[0])
+    x = _dq(b, n.req(0), n.attrs["x_scale"], n.attrs["x_zero_point"])
+    wdata = np.ascontiguousarray(np.asarray(w.data).T) if transpose else np.asarray(w.data)
+    wname = b.init(wdata, f"{w.name or 'weight'}{'_t' if transpose else ''}")
+    wq = _dq(b, wname, scales, np.zeros(m, np.int8), axis=1 if transpose else 0)
+    bias = n.v(3)
+    if bias is None:
+        return x, wq, None
+    if not (bias.is_const and bias.data is not None):
+        raise n.fail("its bias must be a constant")
+    bscale = (np.float64(n.attrs["x_scale"]) * scales.astype(np.float64)).astype(_F32)
+    return x, wq, _dq(b, n.req(3), bscale, np.zeros(m, np.int32), axis=0)
+
+
+def _qconv2d(b: _Builder, n: _N) -> None:
+    a = n.attrs
+    top, bottom, left, right = (int(p) for p in a["padding"])
+    x, w, bias = _product_operands(b, n, False)
+    t = b.op("Conv", [x, w, bias], kernel_shape=[int(s) for s in n.val(1).shape[2:]], strides=list(a["stride"]),
+             pads=[top, left, bottom, right], dilations=list(a["dilation"]), group=int(a["groups"]))
+    _q_out(b, n, t)
+
+
+def _qlinear(b: _Builder, n: _N) -> None:
+    if n.rank() == 2:
+        x, w, bias = _product_operands(b, n, False)
+        t = b.op("Gemm", [x, w, bias], transB=1)
+    else:
+        x, w, bias = _product_operands(b, n, True)
+        t = b.op("MatMul", [x, w])
+        if bias is not None:
+            t = b.op("Add", [t, bias])
+    _q_out(b, n, t)
+
+
+def _qadd(b: _Builder, n: _N) -> None:
+    a = n.attrs
+    t = b.op("Add", [_dq(b, n.req(0), a["a_scale"], a["a_zero_point"]), _dq(b, n.req(1), a["b_scale"],
+                                                                              a["b_zero_point"])])
+    _q_out(b, n, t)
+
+
+def _qmean(b: _Builder, n: _N) -> None:
+    r = n.rank()
+    axes = n.attrs.get("axes")
+    x = _dq(b, n.req(), n.attrs["x_scale"], n.attrs["x_zero_point"])
+    if axes is None:
+        t = b.op("ReduceMean", [x], keepdims=int(n.attrs["keepdim"]))
+    elif not list(axes):  # reduces nothing: a requantization
+        t = x
+    else:
+        t = b.reduce("ReduceMean", x, [int(ax) % max(r, 1) for ax in axes], int(n.attrs["keepdim"]))
+    _q_out(b, n, t)
+
+
 # ---------------------------------------------------------------------------- the table
 
 #: Catalogue operator -> its translation to ONNX (default domain). Every catalogue operator has one
@@ -1006,6 +1107,9 @@ OP_MAPPING: dict[str, Translator] = {
     "cast": _cast, "amax": _extreme("ReduceMax"), "amin": _extreme("ReduceMin"),
     # ONNX's own Resize (from the importer)
     "resize": _resize,
+    # int8, as QDQ
+    "quantize": _quantize, "dequantize": _dequantize, "qconv2d": _qconv2d, "qlinear": _qlinear, "qadd": _qadd,
+    "qmean": _qmean,
 }
 
 
@@ -1095,26 +1199,32 @@ def export(model: Any, args: Any, f: str | os.PathLike[str], *, input_names: Seq
     output0.. for several); `dynamic_axes` marks dimensions as dynamic as in `dt.export` and torch.onnx.export,
     e.g. {"input": {0: "batch"}, "output": {0: "batch"}}: they become `dim_param`s. Raises ExportError with what
     was wrong and what to do; on any failure no file is written.
+
+    `model` may also be built already: an int8 model from `dt.quant.quantize`, or the path of a `.dtm` file (float
+    or int8, e.g. from `dt.export` or `dtorch-edge quantize`). Its graph is written as it is (`args` is not traced;
+    pass None), the int8 operators in QDQ form (QuantizeLinear / DequantizeLinear around the float operators).
     """
     opset = _check_opset(opset_version)
     what = "dtorch.onnx.export"
     if not isinstance(f, (str, os.PathLike)):
         raise ExportError(f"f must be a file path (str or os.PathLike), got {type(f).__name__}")
-    if not callable(model):
-        raise ExportError(f"model must be a dtorch.nn.Module (or a callable), got {type(model).__name__}")
-    from ..quant import QuantizedModel
-
-    if isinstance(model, QuantizedModel):
-        raise ExportError("an int8 model (dt.quant.quantize) has no ONNX mapping in dtorch.onnx.export yet (its QDQ "
-                          "form is still to come); export the float model to ONNX, or the int8 one with dt.export")
+    if not callable(model) and not isinstance(model, (str, os.PathLike)):
+        raise ExportError(f"model must be a dtorch.nn.Module (or a callable), an int8 model from dt.quant.quantize or "
+                          f"the path of a .dtm file, got {type(model).__name__}")
     require_onnx(what)
     path = Path(os.fspath(f))
-    inputs = _as_inputs(args, what)
-    _names(input_names, len(inputs), "input")
-    check_writable(path)
-    p = prepare(model, args, input_names=input_names, output_names=output_names, dynamic_axes=dynamic_axes,
-                what=what)
-    proto = graph_to_onnx(p.graph, p.input_names, p.output_names, opset)
+    built = _built_graph(model, args, input_names, output_names, dynamic_axes)
+    if built is None:
+        inputs = _as_inputs(args, what)
+        _names(input_names, len(inputs), "input")
+        check_writable(path)
+        p = prepare(model, args, input_names=input_names, output_names=output_names, dynamic_axes=dynamic_axes,
+                    what=what)
+        graph, in_names, out_names = p.graph, p.input_names, p.output_names
+    else:
+        check_writable(path)
+        graph, in_names, out_names = built
+    proto = graph_to_onnx(graph, in_names, out_names, opset)
 
     import onnx
 
@@ -1126,7 +1236,41 @@ def export(model: Any, args: Any, f: str | os.PathLike[str], *, input_names: Seq
                           f"was written. Please report it with the model") from e
     write_atomic(path, proto.SerializeToString())
     return OnnxExportReport(path, opset, len(proto.graph.node), sorted({nd.op_type for nd in proto.graph.node}),
-                            list(p.input_names), list(p.output_names),
-                            {nm: _shape_of(v) for nm, v in zip(p.input_names, p.graph.inputs)},
-                            {nm: _shape_of(v) for nm, v in zip(p.output_names, p.graph.outputs)},
-                            sorted({nd.op for nd in p.graph.nodes}))
+                            list(in_names), list(out_names),
+                            {nm: _shape_of(v) for nm, v in zip(in_names, graph.inputs)},
+                            {nm: _shape_of(v) for nm, v in zip(out_names, graph.outputs)},
+                            sorted({nd.op for nd in graph.nodes}))
+
+
+def _built_graph(model: Any, args: Any, input_names: Sequence[str] | None, output_names: Sequence[str] | None,
+                 dynamic_axes: Mapping[str, Any] | None) -> tuple[Graph, list[str], list[str]] | None:
+    """The graph of a model that is built already: an int8 model (dt.quant.quantize) or a `.dtm` file (a path);
+    None for a module, which is traced. Its dimensions were fixed when it was built: `args` is not traced."""
+    from ..quant import QuantizedModel
+
+    if isinstance(model, QuantizedModel):
+        graph, ins, outs = model.graph, list(model.input_names), list(model.output_names)
+        what = "an int8 model"
+    elif isinstance(model, (str, os.PathLike)):
+        from .._export.errors import DtmFormatError
+        from .._export.reader import read_dtm
+
+        if not Path(os.fspath(model)).is_file():
+            raise ExportError(f"model must be a dtorch.nn.Module (or a callable), an int8 model from dt.quant.quantize "
+                              f"or the path of a .dtm file; {os.fspath(model)!r} is not a file")
+        try:
+            graph, ins, outs = read_dtm(Path(os.fspath(model))).to_graph()
+        except DtmFormatError as e:
+            raise ExportError(str(e)) from None
+        what = f"the .dtm file {os.fspath(model)}"
+    else:
+        return None
+    if dynamic_axes is not None:
+        raise ExportError(f"dynamic_axes cannot change the dimensions of {what}; they were fixed when it was built "
+                          f"(its dynamic dimensions stay dynamic in the ONNX file)")
+    for given, have, kind in ((input_names, ins, "input"), (output_names, outs, "output")):
+        if given is not None:
+            if len(given) != len(have):
+                raise ExportError(f"{what} has {len(have)} {kind}(s); got {len(given)} {kind} names")
+            have[:] = _names(given, len(have), kind)
+    return graph, ins, outs

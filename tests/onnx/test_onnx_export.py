@@ -16,6 +16,8 @@ import pytest
 onnx = pytest.importorskip("onnx", reason="dtorch.onnx.export needs the optional 'onnx' package")
 ort = pytest.importorskip("onnxruntime", reason="the ONNX export parity tests run the files in ONNX Runtime")
 
+import int8_twin as twin  # noqa: E402  (tests/onnx, on the path through conftest.py)
+
 import dtorch as dt  # noqa: E402
 import dtorch.nn.functional as F  # noqa: E402
 import dtorch.onnx  # noqa: E402
@@ -26,6 +28,7 @@ from dtorch._export.graph import Graph, Node, Value, constant  # noqa: E402
 from dtorch._export.lower import HANDLERS  # noqa: E402
 from dtorch.catalogue import CATALOGUE, FUSED_ACTIVATIONS  # noqa: E402
 from dtorch.onnx.exporter import OP_MAPPING, graph_to_onnx, unmapped_ops  # noqa: E402
+from dtorch.quant import _fixed_point as fp  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "export"))
 import zoo  # noqa: E402
@@ -273,22 +276,15 @@ def _traced_ops() -> set[str]:
     return ops
 
 
-#: The int8 operators (issue 17, in progress): their ONNX form (QuantizeLinear / DequantizeLinear around the float
-#: operators, QDQ) is still to come; until then dtorch.onnx.export refuses an int8 model naming the operator
-#: (test_an_int8_model_is_refused_with_the_operator_named). Remove them from here as their mappings land.
-INT8_PENDING = {"quantize", "dequantize", "qconv2d", "qlinear", "qadd", "qmean"}
-
-
 def test_every_catalogue_op_has_an_onnx_mapping() -> None:
-    missing = [op for op in unmapped_ops() if op not in INT8_PENDING]
-    assert missing == [], f"catalogue operators without an ONNX mapping in dtorch/onnx/exporter.py OP_MAPPING: {missing}"
-    assert INT8_PENDING <= set(unmapped_ops()), "an int8 operator got its mapping: take it out of INT8_PENDING"
+    assert unmapped_ops() == [], (f"catalogue operators without an ONNX mapping in dtorch/onnx/exporter.py "
+                                  f"OP_MAPPING: {unmapped_ops()}")
 
 
 def test_every_catalogue_op_is_checked_against_eager() -> None:
     """Each mapping runs in a parity test: the family models above trace to every catalogue operator but those
-    the hand-built graphs below test."""
-    missing = sorted(set(CATALOGUE) - _traced_ops() - {op for op, *_ in HAND.values()} - INT8_PENDING)
+    the hand-built graphs below test (the int8 ones against their NumPy twin)."""
+    missing = sorted(set(CATALOGUE) - _traced_ops() - {op for op, *_ in HAND.values()})
     assert missing == [], f"catalogue operators no ONNX parity test exercises: {missing}"
 
 
@@ -342,8 +338,51 @@ def _special(n: int) -> np.ndarray:
     return np.tile(vals, (n, 1))
 
 
+def _i8(*shape: int) -> Callable[[int], np.ndarray]:
+    return lambda n: _RNG.integers(-128, 128, (n, *shape)).astype(np.int8)
+
+
+def _s32(x: float) -> float:
+    """A scale as the int8 operators hold it (a float32 value)."""
+    return float(np.float32(x))
+
+
+# The int8 operators: quantize / dequantize exactly as ONNX's QuantizeLinear / DequantizeLinear; the products (QDQ
+# around the float operator) against the NumPy twin within one step (_REQUANTIZING: ONNX Runtime requantizes in float).
+_QIO = {"x_scale": _s32(0.0213), "x_zero_point": -3, "y_scale": _s32(0.0517), "y_zero_point": 5}
+_QCONV = {"stride": [2, 1], "padding": [1, 0, 1, 2], "activation": "relu6", **_QIO}
+_QDW = {"padding": [1, 1, 1, 1], "groups": 3, "activation": "relu", **_QIO, "y_scale": _s32(0.0319)}
+_QLIN = {"activation": "relu", **_QIO, "y_scale": _s32(0.0931)}
+_QADD = {"a_scale": _s32(0.0213), "a_zero_point": -3, "b_scale": _s32(0.0417), "b_zero_point": 9,
+         "y_scale": _s32(0.0611), "y_zero_point": -1}
+_QMEAN = {"axes": [2, 3], "keepdim": 1, "x_scale": _s32(0.0213), "x_zero_point": -3, "y_scale": _s32(0.0117),
+          "y_zero_point": 2}
+_REQUANTIZING = ("qconv2d", "qlinear", "qadd", "qmean")
+
+
+def _wscale(n: int) -> np.ndarray:
+    return (_RNG.uniform(0.5, 2.0, n) * 3e-3).astype(np.float32)
+
+
 # name -> (op, attrs, inputs (a callable of the batch: a graph input; an array: a constant), NumPy reference)
 HAND: dict[str, tuple[str, dict, list, Callable[..., np.ndarray]]] = {
+    "quantize": ("quantize", {"scale": _s32(0.0371), "zero_point": -5}, [_f32(3, 4, scale=3.0)],
+                 lambda x: fp.quantize(x, _s32(0.0371), -5)),
+    "dequantize": ("dequantize", {"scale": _s32(0.0371), "zero_point": -5}, [_i8(3, 4)],
+                   lambda q: fp.dequantize(q, _s32(0.0371), -5)),
+    "qconv2d_relu6": ("qconv2d", _QCONV, [_i8(3, 7, 6), _RNG.integers(-127, 128, (4, 3, 3, 3)).astype(np.int8),
+                                          _wscale(4), _RNG.integers(-500, 500, 4).astype(np.int32)],
+                      lambda x, w, ws, b: twin.qconv2d(x, w, ws, b, _QCONV)),
+    "qconv2d_depthwise": ("qconv2d", _QDW, [_i8(3, 5, 5), _RNG.integers(-127, 128, (3, 1, 3, 3)).astype(np.int8),
+                                            _wscale(3)], lambda x, w, ws: twin.qconv2d(x, w, ws, None, _QDW)),
+    "qlinear_relu": ("qlinear", _QLIN, [_i8(6), _RNG.integers(-127, 128, (4, 6)).astype(np.int8), _wscale(4),
+                                        _RNG.integers(-500, 500, 4).astype(np.int32)],
+                     lambda x, w, ws, b: twin.qlinear(x, w, ws, b, _QLIN)),
+    "qlinear_3d": ("qlinear", _QIO, [_i8(3, 6), _RNG.integers(-127, 128, (4, 6)).astype(np.int8), _wscale(4)],
+                   lambda x, w, ws: twin.qlinear(x, w, ws, None, _QIO)),
+    "qadd_broadcast": ("qadd", _QADD, [_i8(3, 4), _RNG.integers(-128, 128, 4).astype(np.int8)],
+                       lambda a, b: fp.qadd(a, b, *_QADD.values())),
+    "qmean": ("qmean", _QMEAN, [_i8(3, 4, 5)], lambda x: fp.qmean(x, (2, 3), True, *list(_QMEAN.values())[2:])),
     "prelu_channels": ("prelu", {}, [_f32(3, 4, 5), _RNG.standard_normal(3).astype(np.float32)],
                        lambda x, w: np.where(x > 0, x, x * w.reshape(3, 1, 1))),
     "prelu_shared": ("prelu", {}, [_f32(3, 4, 5), np.array([0.25], np.float32)],
@@ -499,6 +538,9 @@ def test_hand_built_graph(name: str, opset: int, tmp_path: Path) -> None:
         assert got.dtype == want.dtype, (got.dtype, want.dtype)
         if got.dtype.kind == "f":
             _close(got, want, f"{name} batch {n}")
+        elif op in _REQUANTIZING:  # fixed-point against ONNX Runtime's float requantization: at most a step apart
+            steps = np.abs(got.astype(np.int64) - want)
+            assert steps.max() <= 1 and float(np.mean(steps == 0)) >= 0.97, (name, n, steps.max(), np.mean(steps == 0))
         else:
             np.testing.assert_array_equal(got, want, err_msg=f"{name} batch {n}")
 
@@ -689,7 +731,7 @@ def test_failures_leave_no_file(tmp_path: Path) -> None:
 
 def test_unmapped_op_is_named(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.delitem(OP_MAPPING, "relu")
-    assert [op for op in unmapped_ops() if op not in INT8_PENDING] == ["relu"]
+    assert unmapped_ops() == ["relu"]
     with pytest.raises(ExportError, match="operator 'relu' at 'act' has no ONNX mapping in dtorch.onnx.export"):
         dtorch.onnx.export(Fn(lambda s, x: s.act(x), act=nn.ReLU()), dt.randn(2, 3), tmp_path / "m.onnx")
     _no_files(tmp_path)
@@ -710,16 +752,3 @@ def test_checker_failure_writes_nothing(tmp_path: Path, monkeypatch: pytest.Monk
                                           r"\(opset 17\).*nothing was written"):
         dtorch.onnx.export(Fn(lambda s, x: F.relu(x)), dt.randn(2, 3), tmp_path / "m.onnx")
     _no_files(tmp_path)
-
-
-def test_an_int8_model_is_refused_with_the_operator_named(tmp_path: Path) -> None:
-    """Until the QDQ mappings land (INT8_PENDING): a quantized model is refused with the int8 operator named, and no
-    file is written."""
-    dt.manual_seed(0)
-    model = nn.Sequential(nn.Conv2d(3, 4, 3), nn.ReLU()).eval()
-    qmodel = dt.quant.quantize(model, [np.random.default_rng(0).standard_normal((2, 3, 8, 8)).astype(np.float32)])
-    dtm = tmp_path / "q.dtm"
-    dt.export(qmodel, dt.randn(1, 3, 8, 8), dtm)
-    with pytest.raises(ExportError, match="an int8 model .* has no ONNX mapping in dtorch.onnx.export yet"):
-        dtorch.onnx.export(qmodel, dt.randn(1, 3, 8, 8), tmp_path / "q.onnx")
-    assert not (tmp_path / "q.onnx").exists()
