@@ -382,6 +382,8 @@ HAND: dict[str, tuple[str, dict, list, Callable[..., np.ndarray]]] = {
                    lambda x, w, ws: twin.qlinear(x, w, ws, None, _QIO)),
     "qadd_broadcast": ("qadd", _QADD, [_i8(3, 4), _RNG.integers(-128, 128, 4).astype(np.int8)],
                        lambda a, b: fp.qadd(a, b, *_QADD.values())),
+    "pad_int8": ("pad", {"pads": [1, 2, 0, 1], "value": -128.0}, [_i8(3, 4)],
+                 lambda x: np.pad(x, ((0, 0), (0, 1), (1, 2)), constant_values=-128)),
     "qmean": ("qmean", _QMEAN, [_i8(3, 4, 5)], lambda x: fp.qmean(x, (2, 3), True, *list(_QMEAN.values())[2:])),
     "prelu_channels": ("prelu", {}, [_f32(3, 4, 5), _RNG.standard_normal(3).astype(np.float32)],
                        lambda x, w: np.where(x > 0, x, x * w.reshape(3, 1, 1))),
