@@ -374,6 +374,17 @@ def test_per_axis_quantization_of_a_computed_tensor_is_refused(tmp_path: Path) -
     _refused(path, tmp_path, "'quant'", "quantized per axis (3 scales)")
 
 
+def test_zero_point_of_another_type_is_refused(tmp_path: Path) -> None:
+    g = helper.make_graph([helper.make_node("DequantizeLinear", ["w", "s", "z"], ["wf"], name="wdq"),
+                           helper.make_node("Add", ["x", "wf"], ["y"])], "g",
+                          [helper.make_tensor_value_info("x", TensorProto.FLOAT, [2, 3])],
+                          [helper.make_tensor_value_info("y", TensorProto.FLOAT, [2, 3])],
+                          [_init("w", np.ones((2, 3), np.int8)), _init("s", np.float32(0.1)), _init("z", np.uint8(3))])
+    path = tmp_path / "m.onnx"
+    onnx.save(helper.make_model(g, opset_imports=[helper.make_opsetid("", 13)]), str(path))
+    _refused(path, tmp_path, "'wdq'", "its zero point 'z' is uint8 but its input 'w' is int8")
+
+
 def test_computed_scale_is_refused(tmp_path: Path) -> None:
     nodes = [helper.make_node("Abs", ["x"], ["s2"]), helper.make_node("ReduceMax", ["s2"], ["s"], keepdims=0),
              helper.make_node("QuantizeLinear", ["x", "s"], ["q"], name="quant"),
