@@ -198,7 +198,7 @@ def _data_type(g: _Graph, n: Any, i: int, qtype: dict[str, str]) -> str | None:
     return qtype.get(n.input[i])
 
 
-def _allowed(g: Any, n: Any, t: str, what: str, int32: bool = False) -> None:
+def _allowed(g: _Graph, n: Any, t: str, what: str, int32: bool = False) -> None:
     ok = ("int8", "uint8", "int32") if int32 else ("int8", "uint8")
     if t not in ok:
         extra = " (and int32 for a constant bias)" if n.op_type == "DequantizeLinear" else ""

@@ -13,6 +13,10 @@ Dynamic dimensions (`dim_param`): the graph is specialized twice, with each dyna
 graphs are merged exactly like the two traces of `dt.export(dynamic_axes=...)`: what differs becomes a named
 dynamic dimension, reshape/expand targets become symbolic, and a graph whose structure changes with the size
 (e.g. a Reshape to a constant that bakes in batch 1) is refused with the node's name.
+
+Quantized models (QuantizeLinear / DequantizeLinear, QLinear* operators) are first rewritten by `_qdq.py`: types and
+scales checked, uint8 held as int8, QDQ groups fused into the QOperator form, which the translators of
+`ops/quant.py` turn into the int8 catalogue operators. Their parity check allows QUANTIZED_PARITY_TOLERANCE.
 """
 
 from __future__ import annotations
