@@ -46,6 +46,7 @@ class KernelSet:
     requires: tuple[str, ...] = ()  # board ISA features (a board file's `isa` list) it needs; () = a host-only set
     compilers: tuple[str, ...] = ()  # compiler kinds that build it ("gcc", "clang", "zig"); () = any
     exact: bool = False         # its kernels keep the portable kernels' bits (the "exact" policy takes them)
+    rank: int | None = None     # its kernels' priority over portable's 0 (DTORCH_KERNEL_RANK); None: its header's own
 
     def builds_with(self, kind: str) -> bool:
         """Whether a compiler of this kind (a found toolchain's: gcc, clang, zig) builds the set's files (e.g. RVV
@@ -61,7 +62,8 @@ class KernelSet:
     @property
     def flags(self) -> tuple[str, ...]:
         """Everything its files are compiled with on top of the runtime's flags."""
-        return (*self.isa_flags, f"-DDTORCH_KERNEL_ISA=isa_{self.name}")
+        rank = () if self.rank is None else (f"-DDTORCH_KERNEL_RANK={self.rank}",)
+        return (*self.isa_flags, f"-DDTORCH_KERNEL_ISA=isa_{self.name}", *rank)
 
     def sources(self) -> list[Path]:
         return sorted(self.folder.glob("*.cc"))
@@ -97,7 +99,10 @@ def kernel_sets(runtime_dir: str | os.PathLike[str], arch: str | None = None) ->
         exact = data.get("exact", False)
         if not isinstance(exact, bool):
             raise KernelSetError(f"{desc}: 'exact' must be true or false (whether its kernels keep portable's bits)")
-        ks = KernelSet(name, desc.parent, tuple(archs), tuple(flags), tuple(req), tuple(comp), exact)
+        rank = data.get("rank")
+        if rank is not None and not (isinstance(rank, int) and not isinstance(rank, bool) and 1 <= rank <= 1000):
+            raise KernelSetError(f"{desc}: 'rank' must be an integer in [1, 1000] (the priority over portable's 0)")
+        ks = KernelSet(name, desc.parent, tuple(archs), tuple(flags), tuple(req), tuple(comp), exact, rank)
         if arch is None or arch in ks.arch:
             out.append(ks)
     return out

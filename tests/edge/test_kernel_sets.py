@@ -19,7 +19,7 @@ def test_the_x86_64_sets_and_their_flags():
     assert sets["avx512"].flags[-1] == "-DDTORCH_KERNEL_ISA=isa_avx512"
     assert "-mavx512f" in sets["avx512"].flags and "-mfma" in sets["avx2"].flags
     assert all(ks.sources() for ks in sets.values())
-    assert {ks.name for ks in kernel_sets(RUNTIME, "aarch64")} == {"neon64"}  # boards never see the x86-64 sets
+    assert {ks.name for ks in kernel_sets(RUNTIME, "aarch64")} == {"neon64", "neon64dot"}  # never the x86-64 sets
     assert {ks.name for ks in kernel_sets(RUNTIME, "armv7")} == {"neon32"}
     assert {ks.name for ks in kernel_sets(RUNTIME, "riscv64")} == {"rvv"}
     assert {ks.name for ks in kernel_sets(RUNTIME, "x86_64")} == {"x86", "avx2", "avx512", "vnni"}
@@ -39,6 +39,12 @@ def test_a_board_takes_the_sets_its_isa_list_calls_for():
     assert rvv.for_board("riscv64", ["rv64gcv", "rvv1.0", "vlen128"]) and not rvv.for_board("riscv64", ["rv64gc"])
     assert rvv.builds_with("zig") and rvv.builds_with("clang") and not rvv.builds_with("gcc")
     assert neon.builds_with("gcc") and neon.builds_with("zig")  # no `compilers`: any
+    dot = sets["neon64dot"]  # int8 on the dot-product instructions: boards that list dotprod, the portable bits
+    assert dot.requires == ("neon", "dotprod") and dot.exact and dot.rank == 25
+    assert dot.flags == ("-DDTORCH_KERNEL_ISA=isa_neon64dot", "-DDTORCH_KERNEL_RANK=25")
+    assert dot.for_board("aarch64", ["armv8.2-a", "neon", "fp16", "dotprod"])
+    assert not dot.for_board("aarch64", ["armv8-a", "neon"])  # Cortex-A72 (rpi4): no dot product
+    assert sets["neon64"].rank is None  # sets whose header names its rank
     # host-only sets (no `requires`: they check the CPU when they register) never go to a board
     assert not any(sets[n].for_board("x86_64", ["avx2", "fma", "avx512f"]) for n in ("x86", "avx2", "avx512", "vnni"))
 
@@ -63,6 +69,9 @@ def _write(tmp_path: Path, folder: str, text: str) -> Path:
      "'requires' must be a list of board ISA features"),
     ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": [], "compilers": ["icc"]}),
      "'compilers' must be a list of compiler kinds"),
+    ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": [], "rank": 0}), "'rank' must be an integer"),
+    ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": [], "rank": "25"}), "'rank' must be an integer"),
+    ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": [], "rank": True}), "'rank' must be an integer"),
 ])
 def test_bad_kernel_set_files_are_named(tmp_path, folder, text, match):
     root = _write(tmp_path, folder, text)

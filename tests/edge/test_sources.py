@@ -96,12 +96,12 @@ def test_board_plan_takes_the_groups(board):
         "agent_main", "agent", "app_common", "board_app", *libcxx)
     assert every.has_agent and every.c_flags[:2] == ("-x", "c")
     assert rels[:len(SOURCES.files(*groups))] == SOURCES.files(*groups)
-    isa = rels[len(SOURCES.files(*groups)):]  # the ISA sets (host: its CPU's; rk3588: neon64), after everything else
+    isa = rels[len(SOURCES.files(*groups)):]  # the ISA sets (host: its CPU's; rk3588: neon64, neon64dot), last
     assert all(r.startswith("kernels/") and not r.startswith("kernels/portable/") for r in isa)
     if board == "host":
         assert bool(isa) == (every.found.kind in ("gcc", "clang"))
     else:
-        assert isa and all(r.startswith("kernels/neon64/") for r in isa)
+        assert isa and all(r.startswith(("kernels/neon64/", "kernels/neon64dot/")) for r in isa)
     kernels = [s.rel for s in pruned.sources if s.rel.startswith("kernels/portable/")]
     assert kernels == ["kernels/portable/conv2d.cc", "kernels/portable/relu.cc"]
     assert [s.rel for s in pruned.sources if not s.rel.startswith("kernels/")] == [

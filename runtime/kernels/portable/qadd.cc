@@ -1,14 +1,14 @@
 // qadd: int8 a + int8 b with NumPy broadcasting -> int8 (runtime/OPS.md). Attributes: a_scale, a_zero_point, b_scale,
 // b_zero_point, y_scale, y_zero_point, activation none / relu / relu6 (the output's clamp).
 //
-// TFLite's int8 ADD, integer only (kernels/common/requant.h): with s = 2 * max(a_scale, b_scale), each input's
-// (q - zero_point) is shifted left 20 bits and multiplied by its_scale / s (<= 1/2), the two are added, and the sum is
-// multiplied by s / (2^20 * y_scale), the output zero point added and the result clamped. Every step is an int32
-// value (|q - zp| <= 255, so the shifted inputs stay below 2^28).
+// TFLite's int8 ADD, integer only (kernels/common/requant.h; the multipliers: kernels/common/qadd_params.h): with
+// s = 2 * max(a_scale, b_scale), each input's (q - zero_point) is shifted left 20 bits and multiplied by its_scale / s
+// (<= 1/2), the two are added, and the sum is multiplied by s / (2^20 * y_scale), the output zero point added and the
+// result clamped. Every step is an int32 value (|q - zp| <= 255, so the shifted inputs stay below 2^28).
 #include <cstdint>
 
 #include "kernels/common/broadcast.h"
-#include "kernels/common/quant_params.h"
+#include "kernels/common/qadd_params.h"
 #include "kernels/common/requant.h"
 
 namespace dtorch {
@@ -16,38 +16,10 @@ namespace {
 
 using kernels::op_error;
 namespace rq = kernels::requant;
-constexpr const char* kOp = "qadd";
-constexpr int kLeftShift = 20;
-
-struct Params {
-  double a_scale, b_scale, y_scale;
-  int32_t a_zp, b_zp, y_zp, lo, hi;
-  rq::Multiplier ma, mb, my;
-};
-
-Status check(const Attrs& attrs, const TensorView* in, int n_in, int n_out, Shape* out, Params* p) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 2, 2));
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
-  DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "a", in[0], DType::kInt8));
-  DTORCH_RETURN_IF_ERROR(kernels::check_dtype(kOp, "b", in[1], DType::kInt8));
-  DTORCH_RETURN_IF_ERROR(kernels::broadcast_shape(kOp, in[0].shape, in[1].shape, out));
-  DTORCH_RETURN_IF_ERROR(kernels::read_scale(kOp, attrs, "a_scale", &p->a_scale));
-  DTORCH_RETURN_IF_ERROR(kernels::read_scale(kOp, attrs, "b_scale", &p->b_scale));
-  DTORCH_RETURN_IF_ERROR(kernels::read_scale(kOp, attrs, "y_scale", &p->y_scale));
-  p->a_zp = static_cast<int32_t>(attrs.get_int("a_zero_point"));
-  p->b_zp = static_cast<int32_t>(attrs.get_int("b_zero_point"));
-  p->y_zp = static_cast<int32_t>(attrs.get_int("y_zero_point"));
-  DTORCH_RETURN_IF_ERROR(kernels::read_output_clamp(kOp, attrs, "add", p->y_scale, p->y_zp, &p->lo, &p->hi));
-  const double twice = 2.0 * (p->a_scale > p->b_scale ? p->a_scale : p->b_scale);
-  const double out_real = twice / (static_cast<double>(1 << kLeftShift) * p->y_scale);
-  if (!rq::multiplier_ok(out_real))
-    return op_error(StatusCode::kInvalidModel, kOp, "2 * max(a_scale, b_scale) / (2^20 * y_scale) = %g is too large "
-                    "for a requantization multiplier (< 2^30)", out_real);
-  p->ma = rq::make_multiplier(p->a_scale / twice);
-  p->mb = rq::make_multiplier(p->b_scale / twice);
-  p->my = rq::make_multiplier(out_real);
-  return Status::Ok();
-}
+using kernels::qadd::kLeftShift;
+using kernels::qadd::kOp;
+using kernels::qadd::Params;
+using kernels::qadd::check;
 
 Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
   *scratch_bytes = 0;

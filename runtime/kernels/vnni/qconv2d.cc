@@ -17,6 +17,7 @@
 #include <cstring>
 
 #include "kernels/common/conv_geometry.h"
+#include "kernels/common/qconv_prepare.h"
 #include "kernels/common/quant_params.h"
 #include "kernels/common/util.h"
 #include "kernels/vnni/vnni.h"
@@ -102,25 +103,13 @@ void pack(const kernels::ConvGeometry& g, const int8_t* w, uint8_t* dst) {
           }
     }
   int32_t* sums = reinterpret_cast<int32_t*>(dst + packed_weight_bytes(g));
-  for (int64_t o = 0; o < g.o; ++o) {
-    uint32_t s = 0;
-    for (int64_t k = 0; k < K; ++k) s += static_cast<uint32_t>(static_cast<int32_t>(w[o * K + k]));
-    std::memcpy(&sums[o], &s, sizeof s);
-  }
+  kernels::qconv_weight_sums(w, g.o, K, sums);
 }
 
 Status prepare(const Attrs& attrs, const TensorView* in, int n_in, void* dst, size_t* bytes) {
   *bytes = 0;
-  if (n_in < 2 || in[1].data == nullptr || in[1].dtype != DType::kInt8 || in[1].shape.ndim != 4) return Status::Ok();
-  const int64_t groups = attrs.get_int("groups");
   kernels::ConvGeometry g{};
-  g.o = in[1].shape.dims[0];
-  g.cg = in[1].shape.dims[1];
-  g.kh = in[1].shape.dims[2];
-  g.kw = in[1].shape.dims[3];
-  if (groups < 1 || g.o < 1 || g.o % groups != 0 || g.cg < 1 || g.kh < 1 || g.kw < 1) return Status::Ok();
-  g.groups = groups;
-  g.og = g.o / groups;
+  if (!kernels::qconv_weight_geometry(attrs, in, n_in, &g)) return Status::Ok();
   if (g.cg == 1 && g.og == 1) return Status::Ok();  // depthwise: the portable kernel
   *bytes = static_cast<size_t>(packed_bytes(g));
   if (dst != nullptr) pack(g, in[1].as<const int8_t>(), static_cast<uint8_t*>(dst));
@@ -436,7 +425,6 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
         off[(i * g.kw + j) * (p.c4 / 4) + q] = static_cast<int32_t>((i * g.dh * p.wp + j * g.dw) * p.c4 + q * 4);
   const int32_t* sums = reinterpret_cast<const int32_t*>(packed + packed_weight_bytes(g));
   const int64_t ohw = g.oh * g.ow, row_tiles = kernels::ceil_div(g.ow, kCR);
-  const uint32_t corr = static_cast<uint32_t>(128 + p.io.x_zero_point);
   for (int64_t img = 0; img < g.n; ++img) {
     const int8_t* x0 = in[0].as<const int8_t>() + img * g.c * g.h * g.w;
     for (int64_t gi = 0; gi < g.groups; ++gi) {
@@ -458,9 +446,7 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
             for (int c = 0; c < kNR; ++c) {
               if (c < noc) {
                 const int64_t o = gi * g.og + a * kNR + c;
-                const uint32_t s0 = (bias != nullptr ? static_cast<uint32_t>(bias[o]) : 0u) -
-                                    corr * static_cast<uint32_t>(sums[o]);
-                std::memcpy(&st[c], &s0, sizeof s0);
+                st[c] = kernels::qconv_start(bias, o, 128 + p.io.x_zero_point, sums[o]);
                 mul[c] = kernels::channel_multiplier(p.io, ws, o);
               } else {
                 st[c] = 0;
