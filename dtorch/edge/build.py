@@ -365,6 +365,30 @@ def _sodium_ready() -> bool:
     return True
 
 
+def model_entries(models: dict[str, Path]) -> list[dict[str, Any]]:
+    """The manifest's `models`: each file, its sha256 and its precision ("int8" when it runs int8 operators, else
+    "float32"); an int8 model whose inputs and outputs (names, dtypes, dimensions) are those of a float32 model in the
+    same bundle names it as its `float_fallback`, the model a deployment switches back to."""
+    from .._export.reader import read_dtm
+
+    def signature(dtm: Any) -> tuple[Any, ...]:
+        return tuple((dtm.tensors[i].name, dtm.tensors[i].dtype, tuple(dtm.tensors[i].dims))
+                     for i in (*dtm.inputs, None, *dtm.outputs) if i is not None) + (len(dtm.inputs),)
+
+    entries, sigs = [], {}
+    for name, path in models.items():
+        dtm = read_dtm(path)
+        int8 = any(e.endswith(":int8") for e in dtm.op_list)
+        entries.append({"file": name, "sha256": sha256_file(path), "precision": "int8" if int8 else "float32"})
+        sigs[name] = signature(dtm)
+    for e in entries:
+        if e["precision"] == "int8":
+            fallback = [f["file"] for f in entries if f["precision"] == "float32" and sigs[f["file"]] == sigs[e["file"]]]
+            if fallback:
+                e["float_fallback"] = fallback[0]
+    return entries
+
+
 def bundle_text(plan: Any, models: dict[str, Path]) -> str:
     """bundle.txt (runtime/apps/agent/PROTOCOL.md section 5): the bundle as the agent installs it. Its files are the
     models (the first is the one the agent runs); the binaries are not among them (the agent runs the models)."""
@@ -505,7 +529,7 @@ def _write_bundle(dist: Path, plan: Any, exe: Path, model_paths: Sequence[Path],
         "dtorch_version": version, "runtime_version": plan.runtime_version,
         "runtime_hash": plan.runtime_hash, "opset_hash": plan.opset_hash,
         "ops": op_list.entries(),
-        "models": [{"file": n, "sha256": sha256_file(p)} for n, p in models.items()],
+        "models": model_entries(models),
         "files": {n: {"bytes": (dist / n).stat().st_size, "sha256": sha256_file(dist / n)} for n in files},
         "sizes": {"dtorch_run_bytes": binary_bytes, "dtorch_agent_bytes": agent_bytes, "full_runtime_bytes": full_bytes,
                   "pruned_vs_full": None if not full_bytes else round(binary_bytes / full_bytes, 4),

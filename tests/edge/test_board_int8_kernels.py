@@ -174,7 +174,9 @@ def _sets(dist: Path, model: Path, npy: Path, kernels: str) -> dict[str, str]:
 def test_both_policies_run_the_dot_product_set(cases, dist, kernels):
     sets = _sets(dist, cases / "residual.dtm", cases / "residual.npy", kernels)
     assert sets["qconv2d"] == "neon64dot" and sets["qadd"] == "neon64dot" and sets["quantize"] == "neon64dot"
-    assert json.loads((dist / "manifest.json").read_text())["sizes"]["kernel_set_bytes"]["neon64dot"] > 0
+    manifest = json.loads((dist / "manifest.json").read_text())
+    assert manifest["sizes"]["kernel_set_bytes"]["neon64dot"] > 0
+    assert {m["precision"] for m in manifest["models"]} == {"int8"}
 
 
 def test_the_board_isa_list_chooses_the_dot_product_set():
@@ -186,3 +188,37 @@ def test_the_board_isa_list_chooses_the_dot_product_set():
     assert "neon64dot" not in make_plan("rpi4", ops=int8).kernel_sets  # Cortex-A72: no dot product
     assert "neon64dot" in make_plan("rk3588", ops=int8, kernels="exact").kernel_sets  # exact: the same bits
     assert "neon64dot" not in make_plan("rv1126", ops=int8).kernel_sets
+
+
+def test_a_runtime_without_an_int8_kernel_refuses_the_model_naming_it(cases, dist, tmp_path):
+    """The bundle's runtime was pruned to its models' operators: an int8 model with a linear layer (qlinear) is
+    refused at load time with the operator named, not run wrong."""
+    dt.manual_seed(0)
+    model = nn.Sequential(nn.Linear(12, 5)).eval()  # quantize, qlinear, dequantize: only qlinear is missing
+    q = dt.quant.quantize(model, _calibration((2, 12), 7))
+    path = tmp_path / "linear_int8.dtm"
+    dt.export(q, dt.randn(1, 12), str(path))
+    npy = tmp_path / "x.npy"
+    np.save(npy, np.zeros((1, 12), np.float32))
+    argv = load_board(BOARD).emulator.command(dist / "dtorch-run", str(path), "--input", str(npy))
+    r = subprocess.run(argv, capture_output=True, text=True, timeout=600)
+    assert r.returncode != 0
+    assert "model needs operator 'qlinear' (int8), which this runtime was built without" in r.stderr
+
+
+def test_the_manifest_names_each_models_precision_and_float_fallback(tmp_path):
+    """A bundle can carry a float model beside its int8 one: the manifest says which is which, and the int8 model's
+    float_fallback names the float model with the same inputs and outputs (a deployment switches back to it)."""
+    from dtorch.edge.build import model_entries
+
+    dt.manual_seed(0)
+    model = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1), nn.ReLU()).eval()
+    x = dt.randn(1, 3, 8, 8)
+    dt.export(model, x, str(tmp_path / "f.dtm"))
+    dt.export(dt.quant.quantize(model, _calibration((1, 3, 8, 8), 3)), x, str(tmp_path / "q.dtm"))
+    other = nn.Sequential(nn.Conv2d(3, 4, 3, padding=1)).eval()
+    dt.export(dt.quant.quantize(other, _calibration((1, 3, 9, 9), 4)), dt.randn(1, 3, 9, 9), str(tmp_path / "o.dtm"))
+    entries = {e["file"]: e for e in model_entries({n: tmp_path / n for n in ("f.dtm", "q.dtm", "o.dtm")})}
+    assert entries["f.dtm"]["precision"] == "float32" and "float_fallback" not in entries["f.dtm"]
+    assert entries["q.dtm"]["precision"] == "int8" and entries["q.dtm"]["float_fallback"] == "f.dtm"
+    assert entries["o.dtm"]["precision"] == "int8" and "float_fallback" not in entries["o.dtm"]  # other shapes
