@@ -59,6 +59,10 @@ inline __m256i lane_mask(int n) {  // lanes [0, n) set (n may be <= 0 or >= 8)
 #define DTORCH_REGISTER_X86_KERNEL(op, dtype, infer, run)                                                     \
   DTORCH_REGISTER_ISA_KERNEL("x86", ::dtorch::kX86KernelRank, true, ::dtorch::kernels::x86_avx2_fma_supported, op, \
                              dtype, infer, run, nullptr)
+// The same with the kernel's prepare function (core/kernel.h PrepareFn: e.g. weights packed once at load).
+#define DTORCH_REGISTER_X86_PREPARED_KERNEL(op, dtype, infer, run, prepare)                                      \
+  DTORCH_REGISTER_ISA_KERNEL("x86", ::dtorch::kX86KernelRank, true, ::dtorch::kernels::x86_avx2_fma_supported, op, \
+                             dtype, infer, run, prepare)
 // The same with the kernel's LayoutFn (core/kernel.h).
 #define DTORCH_REGISTER_X86_LAYOUT_KERNEL(op, dtype, infer, run, layouts)                                      \
   DTORCH_REGISTER_ISA_LAYOUT_KERNEL("x86", ::dtorch::kX86KernelRank, true, ::dtorch::kernels::x86_avx2_fma_supported, \

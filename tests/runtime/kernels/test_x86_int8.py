@@ -1,0 +1,288 @@
+"""The x86 set's int8 kernels (kernels/x86/qconv2d.cc, qlinear.cc: AVX2 vpmaddwd) bit for bit against the portable
+kernels, run by name (`run_kernel(..., kernel_set="x86")`: on an AVX-512 VNNI CPU the vnni set outranks x86 for
+qconv2d, so the fast policy alone would not reach them). Shapes that exercise every path: dense, grouped and
+depthwise convolutions, column strides 1, 2 (the phase-split copy) and 3, dilation, asymmetric padding, 1x1 (the
+merged rows), odd channel counts (a pair with a zero), output rows that end inside a vector, large K, batch > 1;
+every int8 weight (-128 included) and the extreme zero points; the requantization at its edges (multipliers above 1,
+below 2^-32, zero scales, accumulators across the clamp thresholds and wrapping past int32); thread counts 1, 2 and 3
+and the unprepared path. Then which CPUs select the set: never one without AVX2 + FMA (dtorch-run under QEMU)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+from dtm_builder import DtmBuilder
+from host_build import scons_host
+
+from .helpers import _C
+
+ROOT = Path(__file__).resolve().parents[3]
+
+
+def _x86_has(op: str) -> bool:
+    return any(o == op and d == "int8" and s == "x86" for o, d, s, _ in _C.registered_kernel_sets())
+
+
+def _cpu_flags() -> set[str]:
+    try:
+        text = Path("/proc/cpuinfo").read_text()
+    except OSError:
+        return set()
+    return set(next((ln.split(":", 1)[1].split() for ln in text.splitlines() if ln.startswith("flags")), []))
+
+
+needs_x86 = pytest.mark.skipif(not _x86_has("qconv2d"), reason="this CPU has no AVX2 + FMA: the x86 set is absent")
+
+
+def _rng(*key: object) -> np.random.Generator:
+    return np.random.default_rng(abs(hash(key)) % 2**32)
+
+
+def _same_as_portable(op: str, attrs: dict, inputs: list, what: str) -> np.ndarray:
+    want = _C.run_kernel(op, attrs, inputs, kernel_set="portable")[0]
+    for threads in (1, 2, 3):
+        got = _C.run_kernel(op, attrs, inputs, threads=threads, kernel_set="x86")[0]
+        np.testing.assert_array_equal(got, want, err_msg=f"{what}, {threads} thread(s)")
+    got = _C.run_kernel(op, attrs, inputs, threads=2, kernel_set="x86", prepare=False)[0]
+    np.testing.assert_array_equal(got, want, err_msg=f"{what}, unprepared")
+    return want
+
+
+def _io(rng: np.random.Generator, x_zp: int | None = None, y_zp: int | None = None) -> dict:
+    return {"x_scale": float(np.float32(rng.uniform(0.01, 0.05))),
+            "x_zero_point": int(rng.integers(-128, 128)) if x_zp is None else x_zp,
+            "y_scale": float(np.float32(rng.uniform(0.05, 0.4))),
+            "y_zero_point": int(rng.integers(-128, 128)) if y_zp is None else y_zp}
+
+
+def _operands(rng: np.random.Generator, x_shape: tuple, w_shape: tuple, w_lo: int = -128):
+    x = rng.integers(-128, 128, size=x_shape).astype(np.int8)
+    w = rng.integers(w_lo, 128, size=w_shape).astype(np.int8)
+    ws = rng.uniform(0.001, 0.02, size=w_shape[0]).astype(np.float32)
+    b = rng.integers(-20000, 20000, size=w_shape[0]).astype(np.int32)
+    return x, w, ws, b
+
+
+def _conv(stride=(1, 1), padding=(0, 0, 0, 0), dilation=(1, 1), groups=1) -> dict:
+    return {"stride": list(stride), "padding": list(padding), "dilation": list(dilation), "groups": groups}
+
+
+CONV = [
+    # (N, C, H, W), (O, C/g, kh, kw), geometry
+    ((1, 3, 23, 29), (8, 3, 3, 3), _conv((2, 2), (1, 1, 1, 1))),                    # a stem: 3 channels, one pair + 1
+    ((1, 5, 9, 17), (7, 5, 3, 3), _conv(padding=(1, 1, 1, 1))),                     # odd C and O
+    ((2, 6, 8, 9), (10, 6, 1, 1), _conv()),                                         # 1x1: merged rows, batch 2
+    ((1, 16, 7, 7), (24, 16, 1, 1), _conv()),                                       # 49 positions: 6 slots + 1
+    ((1, 8, 12, 13), (16, 8, 1, 1), _conv((2, 2))),                                 # 1x1 stride 2
+    ((1, 12, 7, 11), (6, 4, 3, 1), _conv(padding=(2, 0, 1, 3), dilation=(2, 1), groups=3)),
+    ((1, 6, 9, 9), (6, 2, 3, 3), _conv(padding=(1, 1, 1, 1), groups=3)),           # grouped, 2 outputs a group
+    ((1, 8, 10, 10), (16, 1, 3, 3), _conv(padding=(1, 1, 1, 1), groups=8)),        # channel multiplier 2: dense
+    ((1, 4, 5, 67), (5, 4, 1, 3), _conv((1, 3), (0, 0, 1, 1))),                     # column stride 3
+    ((1, 3, 33, 35), (13, 3, 5, 3), _conv((3, 2), (2, 1, 0, 2), (1, 2))),          # odd left padding, stride 2
+    ((1, 7, 19, 40), (9, 7, 3, 3), _conv((2, 2), (0, 1, 1, 0))),                    # even left padding, stride 2
+    ((1, 64, 6, 6), (12, 64, 3, 3), _conv(padding=(1, 1, 1, 1))),                   # K = 576
+    ((1, 300, 3, 4), (5, 300, 3, 3), _conv(padding=(1, 1, 1, 1))),                  # K = 2700, odd pairs
+    ((1, 2, 1, 1), (3, 2, 1, 1), _conv()),                                          # one position
+    ((1, 4, 2, 3), (4, 4, 3, 3), _conv(padding=(2, 2, 2, 2))),                      # more padding than input
+    # depthwise
+    ((2, 16, 9, 9), (16, 1, 3, 3), _conv(padding=(1, 1, 1, 1), groups=16)),
+    ((1, 24, 20, 37), (24, 1, 3, 3), _conv((2, 2), (1, 1, 1, 1), groups=24)),
+    ((1, 8, 14, 14), (8, 1, 5, 5), _conv((2, 2), (2, 2, 2, 2), groups=8)),
+    ((1, 5, 11, 13), (5, 1, 5, 5), _conv(padding=(4, 3, 4, 2), dilation=(2, 2), groups=5)),
+    ((1, 8, 11, 13), (8, 1, 3, 3), _conv((1, 3), groups=8)),                        # column stride 3
+    ((1, 4, 7, 7), (4, 1, 3, 3), _conv(padding=(1, 1, 1, 1), groups=4)),            # rows shorter than a vector
+    ((1, 3, 6, 70), (3, 1, 1, 7), _conv(padding=(0, 0, 3, 3), groups=3)),           # 7 taps: a lone last tap
+    ((1, 2, 40, 33), (2, 1, 2, 2), _conv((2, 2), (1, 0, 1, 0), groups=2)),          # 4 taps, 33 columns
+]
+
+
+@needs_x86
+@pytest.mark.parametrize("case", range(len(CONV)))
+@pytest.mark.parametrize("activation", ["none", "relu", "relu6"])
+def test_qconv2d_gives_the_portable_bits(case, activation):
+    xs, wsh, geo = CONV[case]
+    rng = _rng("x86-conv", case, activation)
+    x, w, ws, b = _operands(rng, xs, wsh)
+    attrs = {**_io(rng), **geo, "activation": activation}
+    _same_as_portable("qconv2d", attrs, [x, w, ws, b], f"case {case}")
+    _same_as_portable("qconv2d", attrs, [x, w, ws, None], f"case {case}, no bias")
+
+
+@needs_x86
+@pytest.mark.parametrize("x_zp,y_zp", [(-128, -128), (127, 127), (-128, 127), (127, -128)])
+@pytest.mark.parametrize("case", [0, 2, 11, 15, 17])
+def test_qconv2d_at_the_extremes(case, x_zp, y_zp):
+    """Weights at -128 and 127, inputs at -128 and 127 with the zero points at the other end: |x - zp| = 255 and
+    |w| = 128 in every product, the largest pair sums vpmaddwd sees (a saturating vpmaddubsw would clip them)."""
+    xs, wsh, geo = CONV[case]
+    rng = _rng("x86-extreme", case, x_zp, y_zp)
+    x = np.where(rng.random(xs) < 0.5, -128, 127).astype(np.int8)
+    w = np.where(rng.random(wsh) < 0.5, -128, 127).astype(np.int8)
+    w.reshape(wsh[0], -1)[0] = -128  # one channel entirely at -128
+    ws = rng.uniform(1e-5, 1e-3, size=wsh[0]).astype(np.float32)
+    b = rng.integers(-2**31, 2**31, size=wsh[0], dtype=np.int64).astype(np.int32)  # sums wrap past int32
+    for activation in ("none", "relu6"):
+        attrs = {**_io(rng, x_zp, y_zp), **geo, "activation": activation}
+        _same_as_portable("qconv2d", attrs, [x, w, ws, b], f"case {case}")
+
+
+@needs_x86
+def test_qconv2d_requantization_edges():
+    """Multipliers above 1 (f skips output values: the final clamp is needed), below 2^-32 (m = 0), a zero weight
+    scale, and relu with the zero point at 127 (lo == hi)."""
+    rng = _rng("x86-requant")
+    x, w, ws, b = _operands(rng, (1, 6, 8, 8), (20, 6, 3, 3))
+    ws[:5] = np.float32(3.0)          # x_scale * 3 / y_scale >> 1
+    ws[5:8] = np.float32(1e-30)       # far below 2^-32
+    ws[8] = 0.0
+    for y_scale, y_zp, act in ((1e-4, 0, "none"), (1e-3, -7, "relu6"), (0.07, 127, "relu"), (0.07, -128, "relu")):
+        attrs = {"x_scale": 0.03, "x_zero_point": 3, "y_scale": y_scale, "y_zero_point": y_zp, "activation": act,
+                 **_conv(padding=(1, 1, 1, 1))}
+        _same_as_portable("qconv2d", attrs, [x, w, ws, b], f"y_scale {y_scale} {act}")
+
+
+@needs_x86
+@pytest.mark.parametrize("multiplier", [2.0**-31, 3.7e-6, 0.0123, 0.4999, 0.5, 0.75, 1.0, 1.5, 3.1, 1000.0])
+def test_requantization_across_the_clamp_thresholds(multiplier):
+    """Accumulators on every integer around the values where the output meets lo and hi: qlinear with K = 1,
+    w = 1 and x over all 256 values, each feature's bias placing the 256 accumulators across one threshold."""
+    rng = _rng("x86-thresholds", multiplier)
+    x = np.arange(-128, 128, dtype=np.int8).reshape(256, 1)
+    for act, y_zp in (("none", 0), ("relu", -5), ("relu6", 20)):
+        m = 24
+        w = np.ones((m, 1), np.int8)
+        x_scale, y_scale = 0.5, 0.25
+        ws = np.full(m, np.float32(multiplier * y_scale / x_scale), np.float32)
+        real = x_scale * float(ws[0]) / y_scale
+        lo = y_zp if act != "none" else -128
+        hi = 127 if act != "relu6" else min(127, y_zp + int(np.rint(6 / np.float32(y_scale))))
+        targets = [lo - y_zp, hi - y_zp, lo - y_zp + 1, hi - y_zp - 1]
+        centers = [int(round(t / real)) for t in targets for _ in range(m // len(targets))]
+        b = np.array([c + int(rng.integers(-40, 40)) for c in centers], np.int64)
+        b = np.clip(b, -2**31 + 300, 2**31 - 300).astype(np.int32)  # x - zp spans [-128, 127]: no wrap here
+        attrs = {"x_scale": x_scale, "x_zero_point": 0, "y_scale": y_scale, "y_zero_point": y_zp, "activation": act}
+        _same_as_portable("qlinear", attrs, [x, w, ws, b], f"multiplier {multiplier} {act}")
+
+
+LINEAR = [(1, 1, 1), (1, 1280, 1000), (5, 40, 13), (3, 17, 16), (4, 33, 17), (9, 64, 40), (2, 7, 8), (13, 300, 3)]
+
+
+@needs_x86
+@pytest.mark.parametrize("rows,k,m", LINEAR)
+@pytest.mark.parametrize("activation", ["none", "relu6"])
+def test_qlinear_gives_the_portable_bits(rows, k, m, activation):
+    rng = _rng("x86-linear", rows, k, m, activation)
+    x, w, ws, b = _operands(rng, (rows, k), (m, k))
+    attrs = {**_io(rng), "activation": activation}
+    _same_as_portable("qlinear", attrs, [x, w, ws, b], f"{rows}x{k} -> {m}")
+    _same_as_portable("qlinear", attrs, [x, w, ws, None], f"{rows}x{k} -> {m}, no bias")
+    if rows > 1:  # (..., K) inputs
+        _same_as_portable("qlinear", attrs, [x.reshape(1, rows, k), w, ws, b], "3-D input")
+
+
+@needs_x86
+def test_qlinear_at_the_extremes():
+    rng = _rng("x86-linear-extreme")
+    x = np.where(rng.random((6, 129)) < 0.5, -128, 127).astype(np.int8)
+    w = np.where(rng.random((21, 129)) < 0.5, -128, 127).astype(np.int8)
+    w[3] = -128
+    ws = rng.uniform(1e-5, 1e-3, size=21).astype(np.float32)
+    b = rng.integers(-2**31, 2**31, size=21, dtype=np.int64).astype(np.int32)
+    for x_zp, y_zp in ((-128, 127), (127, -128)):
+        attrs = {**_io(rng, x_zp, y_zp), "activation": "none"}
+        _same_as_portable("qlinear", attrs, [x, w, ws, b], f"zero points {x_zp}, {y_zp}")
+
+
+@needs_x86
+def test_x86_errors_are_the_portable_kernels():
+    """The x86 kernels leave their checks to the portable infer: the same messages."""
+    rng = _rng("x86-errors")
+    x, w, ws, b = _operands(rng, (1, 4, 6, 6), (8, 4, 3, 3))
+    attrs = {**_io(rng), **_conv()}
+    with pytest.raises(Exception, match=r"w_scale\[0\] must be a finite number >= 0"):
+        _C.run_kernel("qconv2d", attrs, [x, w, -ws, b], kernel_set="x86")
+    with pytest.raises(Exception, match="too large for a requantization multiplier"):
+        _C.run_kernel("qconv2d", {**attrs, "y_scale": 1e-30}, [x, w, ws, b], kernel_set="x86")
+    with pytest.raises(Exception, match="features"):
+        _C.run_kernel("qlinear", _io(rng), [x.reshape(4, 36), w.reshape(8, 36)[:, :35], ws, b], kernel_set="x86")
+
+
+# --- which CPUs take the set -----------------------------------------------------------------------------------
+
+def test_x86_int8_kernels_are_registered_exactly_where_the_cpu_has_avx2_and_fma():
+    flags = _cpu_flags()
+    if not flags:
+        pytest.skip("no /proc/cpuinfo")
+    has = {"avx2", "fma"} <= flags
+    assert _x86_has("qconv2d") == has and _x86_has("qlinear") == has
+
+
+def _int8_model(rng: np.random.Generator) -> tuple[bytes, np.ndarray]:
+    """x (1, 6, 13, 15) int8 -> qconv2d 3x3 stride 2 -> depthwise qconv2d 3x3 -> 1x1 qconv2d -> reshape ->
+    qlinear -> int8 (1, 5)."""
+    g = DtmBuilder()
+    x = g.input("x", [1, 6, 13, 15], "int8")
+    io = {"x_scale": 0.05, "x_zero_point": -3, "y_scale": 0.1, "y_zero_point": 4}
+    c1, c2, c3 = g.tensor("c1", [1, 8, 7, 8], "int8"), g.tensor("c2", [1, 8, 7, 8], "int8"), \
+        g.tensor("c3", [1, 4, 7, 8], "int8")
+    flat, y = g.tensor("flat", [1, 224], "int8"), g.output("y", [1, 5], "int8")
+
+    def weights(name: str, shape: tuple) -> list[int]:
+        return [g.const(f"{name}_w", rng.integers(-128, 128, shape).astype(np.int8)),
+                g.const(f"{name}_s", rng.uniform(0.002, 0.01, shape[0]).astype(np.float32)),
+                g.const(f"{name}_b", rng.integers(-500, 500, shape[0]).astype(np.int32))]
+
+    g.node("qconv2d", [x, *weights("c1", (8, 6, 3, 3))], [c1],
+           {**io, **_conv((2, 2), (1, 1, 1, 1)), "activation": "relu"})
+    g.node("qconv2d", [c1, *weights("c2", (8, 1, 3, 3))], [c2],
+           {**io, **_conv(padding=(1, 1, 1, 1), groups=8), "activation": "relu6"})
+    g.node("qconv2d", [c2, *weights("c3", (4, 8, 1, 1))], [c3], {**io, **_conv(), "activation": "none"})
+    g.node("reshape", [c3], [flat], {"shape": [1, 224]})
+    g.node("qlinear", [flat, *weights("l", (5, 224))], [y], {**io, "activation": "none"})
+    return g.build(), rng.integers(-128, 128, (1, 6, 13, 15)).astype(np.int8)
+
+
+@needs_x86
+def test_sessions_pick_x86_int8_kernels_when_vnni_is_excluded(tmp_path: Path):
+    import dtorch.runtime as rt
+
+    data, x = _int8_model(_rng("x86-session"))
+    want = rt.InferenceSession(data, kernels="portable").run(None, {"x": x})[0]
+    s = rt.InferenceSession(data, threads=2, exclude_kernel_sets=["vnni"])
+    chosen = {(op, ks) for op, _, ks in s.node_kernels() if op in ("qconv2d", "qlinear")}
+    assert chosen == {("qconv2d", "x86"), ("qlinear", "x86")}
+    np.testing.assert_array_equal(s.run(None, {"x": x})[0], want)
+
+
+@pytest.mark.skipif(shutil.which("qemu-x86_64") is None or not _x86_has("qconv2d"),
+                    reason="needs qemu-x86_64 (scripts/setup.sh) and an x86-64 host with the x86 set")
+def test_only_cpus_with_avx2_and_fma_take_the_x86_int8_kernels(tmp_path: Path):
+    """dtorch-run under QEMU's CPU models: qemu64 (no AVX) runs the portable int8 kernels; Haswell (AVX2 + FMA, no
+    AVX-512: what an AVX2-only CPU runs) takes the x86 qconv2d and qlinear, never vnni; both give the host's bits."""
+    build = scons_host("dtorch-run")
+    data, x = _int8_model(_rng("x86-qemu"))
+    model, inp = tmp_path / "m.dtm", tmp_path / "x.npy"
+    model.write_bytes(data)
+    np.save(inp, x)
+    outs = {}
+    for cpu, want_sets in (("qemu64", {"portable"}), ("Haswell-v4", {"portable", "x86"}), (None, None)):
+        out = tmp_path / f"y_{cpu}.npy"
+        cmd = [str(build / "dtorch-run"), str(model), "--input", str(inp), "--output", str(out), "--info"]
+        if cpu is None:
+            cmd += ["--kernels", "portable"]
+        else:
+            cmd = ["qemu-x86_64", "-cpu", cpu, *cmd]
+        r = subprocess.run(cmd, capture_output=True, text=True, timeout=300)
+        assert r.returncode == 0, r.stderr[-1500:]
+        kernels = next(line for line in r.stdout.splitlines() if line.startswith("kernels: ")).split()[1:]
+        if want_sets is not None:
+            assert {k.rsplit(":", 1)[1] for k in kernels} == want_sets, kernels
+            if cpu == "Haswell-v4":
+                assert {k for k in kernels if k.startswith(("qconv2d", "qlinear"))} >= {"qconv2d:x86", "qlinear:x86"}
+        outs[cpu] = np.load(out)
+    np.testing.assert_array_equal(outs["qemu64"], outs[None])
+    np.testing.assert_array_equal(outs["Haswell-v4"], outs[None])
