@@ -1048,10 +1048,60 @@ def _qlinear(b: _Builder, n: _N) -> None:
     _q_out(b, n, t)
 
 
-def _qadd(b: _Builder, n: _N) -> None:
+def _q_binary(op_type: str) -> Translator:
+    """qadd / qmul / qmatmul: both int8 operands dequantized (a_*, b_*), the float operator, the output quantized."""
+
+    def translate(b: _Builder, n: _N) -> None:
+        a = n.attrs
+        t = b.op(op_type, [_dq(b, n.req(0), a["a_scale"], a["a_zero_point"]),
+                           _dq(b, n.req(1), a["b_scale"], a["b_zero_point"])])
+        _q_out(b, n, t)
+
+    return translate
+
+
+@dataclass
+class _OnValue(_N):
+    """A catalogue node translated with another ONNX value as its input 0 (a float translator reused on the
+    dequantized input of an int8 operator)."""
+
+    x0: str = ""
+
+    def x(self, i: int = 0) -> str | None:
+        return self.x0 if i == 0 else super().x(i)
+
+    def req(self, i: int = 0) -> str:
+        return self.x0 if i == 0 else super().req(i)
+
+
+def _qconcat(b: _Builder, n: _N) -> None:
     a = n.attrs
-    t = b.op("Add", [_dq(b, n.req(0), a["a_scale"], a["a_zero_point"]), _dq(b, n.req(1), a["b_scale"],
-                                                                              a["b_zero_point"])])
+    parts = [_dq(b, x, s, zp) for x, s, zp in zip([x for x in n.ins if x is not None], a["x_scales"],
+                                                  a["x_zero_points"])]
+    _q_out(b, n, b.op("Concat", parts, axis=int(a["axis"])))
+
+
+def _qavg_pool2d(b: _Builder, n: _N) -> None:
+    # DequantizeLinear, the float avg_pool2d's translation, QuantizeLinear to the same scale and zero point. ONNX
+    # Runtime rounds a half step to even, DTorch (as TFLite) away from zero: a step apart on exact ties.
+    a = n.attrs
+    t = b.fresh(f"{b.scope}/avg_pool" if b.scope else "avg_pool")
+    _avg_pool2d(b, _OnValue(n.node, b, t, a, n.opset, x0=_dq(b, n.req(), a["scale"], a["zero_point"])))
+    b.op("QuantizeLinear", [t, b.scalar(float(a["scale"])), b.scalar(int(a["zero_point"]), np.int8)], n.out)
+
+
+def _qlut(b: _Builder, n: _N) -> None:
+    # The table's float function between DequantizeLinear and QuantizeLinear: ONNX Runtime builds the same table from
+    # it (QLinearSigmoid, QLinearLeakyRelu, ...) or runs it in float.
+    a = n.attrs
+    fn = str(a["function"])
+    x = _dq(b, n.req(), a["x_scale"], a["x_zero_point"])
+    if fn in ("elu", "softplus"):
+        t = b.fresh(f"{b.scope}/{fn}" if b.scope else fn)
+        (_elu if fn == "elu" else _softplus)(b, _OnValue(n.node, b, t, a, n.opset, x0=x))
+    else:
+        t = _activation(b, fn, x, None, min_val=float(a["min_val"]), max_val=float(a["max_val"]),
+                        alpha=float(a["alpha"]))
     _q_out(b, n, t)
 
 
@@ -1108,8 +1158,9 @@ OP_MAPPING: dict[str, Translator] = {
     # ONNX's own Resize (from the importer)
     "resize": _resize,
     # int8, as QDQ
-    "quantize": _quantize, "dequantize": _dequantize, "qconv2d": _qconv2d, "qlinear": _qlinear, "qadd": _qadd,
-    "qmean": _qmean,
+    "quantize": _quantize, "dequantize": _dequantize, "qconv2d": _qconv2d, "qlinear": _qlinear,
+    "qadd": _q_binary("Add"), "qmul": _q_binary("Mul"), "qmatmul": _q_binary("MatMul"), "qmean": _qmean,
+    "qconcat": _qconcat, "qavg_pool2d": _qavg_pool2d, "qlut": _qlut,
 }
 
 

@@ -56,6 +56,7 @@ inline constexpr const char* const string_choices_49484034b7[] = {"none", "tanh"
 inline constexpr const char* const string_choices_b7701c0d2f[] = {"constant", "reflect", "replicate", "circular"};
 inline constexpr const char* const string_choices_08665888e6[] = {"none", "relu", "relu6"};
 inline constexpr DType dtypes_1ebf402ad4[] = {DType::kInt8, DType::kInt8, DType::kFloat32, DType::kInt32};
+inline constexpr const char* const string_choices_2e8b3e1f0d[] = {"relu", "sigmoid", "tanh", "silu", "hardswish", "hardsigmoid", "gelu", "gelu_tanh", "hardtanh", "leaky_relu", "elu", "softplus"};
 inline constexpr const char* const string_choices_9c5243582b[] = {"nearest", "linear", "cubic"};
 inline constexpr const char* const string_choices_30918c8fb4[] = {"half_pixel", "half_pixel_symmetric", "pytorch_half_pixel", "align_corners", "asymmetric", "tf_half_pixel_for_nn", "tf_crop_and_resize"};
 inline constexpr const char* const string_choices_563d543500[] = {"round_prefer_floor", "round_prefer_ceil", "floor", "ceil"};
@@ -421,6 +422,31 @@ inline constexpr AttrSpec op_qadd_attrs[] = {
 inline constexpr DTypeSignature op_qadd_signatures[] = {{dtypes_3be575d9c4, 2, dtypes_3f987ad5f2, 1}};
 inline constexpr OpSchema op_qadd = {"qadd", 2, 2, 0x0, 1, op_qadd_attrs, 7, op_qadd_signatures, 1, InPlace::kNone, nullptr};
 
+// qavg_pool2d: int8 avg_pool2d (PyTorch's windows, padding, ceil_mode, count_include_pad, divisor_override) as TFLite's AVERAGE_POOL_2D: output and input share one scale and zero point; the window's int32 sum (a counted padding tap holds the zero point, the real 0) divided by the divisor, rounded half away from zero
+inline constexpr AttrSpec op_qavg_pool2d_attrs[] = {
+    {"kernel", AttrKind::kInts, true, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"stride", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"padding", AttrKind::kInts, false, true, true, 0.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, true, 0.0, nullptr, defaults_0a3f2c23f6, 2},
+    {"ceil_mode", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 0.0, nullptr, nullptr, 0},
+    {"count_include_pad", AttrKind::kInt, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, int_choices_6ac70fdf46, 2, true, 1.0, nullptr, nullptr, 0},
+    {"divisor_override", AttrKind::kInt, false, true, true, 0.0, 16777216.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
+    {"scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+};
+inline constexpr DTypeSignature op_qavg_pool2d_signatures[] = {{dtypes_3f987ad5f2, 1, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_qavg_pool2d = {"qavg_pool2d", 1, 1, 0x0, 1, op_qavg_pool2d_attrs, 8, op_qavg_pool2d_signatures, 1, InPlace::kNone, nullptr};
+
+// qconcat: int8 concatenation along `axis`: input i with x_scales[i] and x_zero_points[i] is copied where they equal the output's, else requantized: (x - x_zero_points[i]) times x_scales[i] / y_scale, + y_zero_point, saturated
+inline constexpr AttrSpec op_qconcat_attrs[] = {
+    {"axis", AttrKind::kInt, false, true, true, 0.0, 7.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.0, nullptr, nullptr, 0},
+    {"x_scales", AttrKind::kFloats, true, true, true, 0.0, 1e+30, 1, 64, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"x_zero_points", AttrKind::kInts, true, true, true, -128.0, 127.0, 1, 64, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"y_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"y_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+};
+inline constexpr DTypeSignature op_qconcat_signatures[] = {{dtypes_3f987ad5f2, 1, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_qconcat = {"qconcat", 1, -1, 0x0, 1, op_qconcat_attrs, 5, op_qconcat_signatures, 1, InPlace::kNone, nullptr};
+
 // qconv2d: int8 2-D convolution (groups, dilation; depthwise when groups = C): int32 accumulation of (x - x_zero_point) * w from the bias, requantized per output channel
 inline constexpr AttrSpec op_qconv2d_attrs[] = {
     {"stride", AttrKind::kInts, false, true, true, 1.0, 16777216.0, 2, 2, nullptr, 0, nullptr, 0, true, 0.0, nullptr, defaults_5a731f4601, 2},
@@ -447,6 +473,35 @@ inline constexpr AttrSpec op_qlinear_attrs[] = {
 inline constexpr DTypeSignature op_qlinear_signatures[] = {{dtypes_1ebf402ad4, 4, dtypes_3f987ad5f2, 1}};
 inline constexpr OpSchema op_qlinear = {"qlinear", 3, 4, 0x8, 1, op_qlinear_attrs, 5, op_qlinear_signatures, 1, InPlace::kNone, nullptr};
 
+// qlut: int8 elementwise function by table: y = table[x + 128]. The table holds quantize(f(dequantize(q))) for each of the 256 inputs q, f the float `function`, computed when the model is quantized
+inline constexpr AttrSpec op_qlut_attrs[] = {
+    {"function", AttrKind::kString, true, false, false, 0.0, 0.0, 0, -1, string_choices_2e8b3e1f0d, 12, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"alpha", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 0.01, nullptr, nullptr, 0},
+    {"min_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, -1.0, nullptr, nullptr, 0},
+    {"max_val", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
+    {"beta", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 1.0, nullptr, nullptr, 0},
+    {"threshold", AttrKind::kFloat, false, false, false, 0.0, 0.0, 0, -1, nullptr, 0, nullptr, 0, true, 20.0, nullptr, nullptr, 0},
+    {"x_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"x_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"y_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"y_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+};
+inline constexpr DTypeSignature op_qlut_signatures[] = {{dtypes_3be575d9c4, 2, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_qlut = {"qlut", 2, 2, 0x0, 1, op_qlut_attrs, 10, op_qlut_signatures, 1, InPlace::kAlways, nullptr};
+
+// qmatmul: int8 torch.matmul of two int8 tensors (1-D promotion, batch broadcasting): the int32 sum of (a - a_zero_point) * (b - b_zero_point) over k (wrapping modulo 2^32), requantized once with a_scale * b_scale / y_scale; then the fused clamp
+inline constexpr AttrSpec op_qmatmul_attrs[] = {
+    {"a_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"a_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"b_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"b_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"y_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"y_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"activation", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_08665888e6, 3, nullptr, 0, true, 0.0, "none", nullptr, 0},
+};
+inline constexpr DTypeSignature op_qmatmul_signatures[] = {{dtypes_3be575d9c4, 2, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_qmatmul = {"qmatmul", 2, 2, 0x0, 1, op_qmatmul_attrs, 7, op_qmatmul_signatures, 1, InPlace::kNone, nullptr};
+
 // qmean: int8 mean over `axes`: the int32 sum of (x - x_zero_point) requantized with x_scale / (y_scale * count) (at most 2^23 values per output)
 inline constexpr AttrSpec op_qmean_attrs[] = {
     {"axes", AttrKind::kInts, false, true, true, -8.0, 7.0, 0, 8, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
@@ -458,6 +513,19 @@ inline constexpr AttrSpec op_qmean_attrs[] = {
 };
 inline constexpr DTypeSignature op_qmean_signatures[] = {{dtypes_3f987ad5f2, 1, dtypes_3f987ad5f2, 1}};
 inline constexpr OpSchema op_qmean = {"qmean", 1, 1, 0x0, 1, op_qmean_attrs, 6, op_qmean_signatures, 1, InPlace::kNone, nullptr};
+
+// qmul: int8 a * b (NumPy broadcasting) as TFLite's MUL: (a - a_zero_point) * (b - b_zero_point) in int32, requantized once with a_scale * b_scale / y_scale; then the fused clamp
+inline constexpr AttrSpec op_qmul_attrs[] = {
+    {"a_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"a_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"b_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"b_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"y_scale", AttrKind::kFloat, true, true, true, 0.0, 1e+30, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"y_zero_point", AttrKind::kInt, true, true, true, -128.0, 127.0, 0, -1, nullptr, 0, nullptr, 0, false, 0.0, nullptr, nullptr, 0},
+    {"activation", AttrKind::kString, false, false, false, 0.0, 0.0, 0, -1, string_choices_08665888e6, 3, nullptr, 0, true, 0.0, "none", nullptr, 0},
+};
+inline constexpr DTypeSignature op_qmul_signatures[] = {{dtypes_3be575d9c4, 2, dtypes_3f987ad5f2, 1}};
+inline constexpr OpSchema op_qmul = {"qmul", 2, 2, 0x0, 1, op_qmul_attrs, 7, op_qmul_signatures, 1, InPlace::kNone, nullptr};
 
 // quantize: float32 -> int8 as ONNX QuantizeLinear: saturate(round_half_even(x / scale) + zero_point); NaN -> zero_point
 inline constexpr AttrSpec op_quantize_attrs[] = {

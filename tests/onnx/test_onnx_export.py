@@ -357,7 +357,23 @@ _QADD = {"a_scale": _s32(0.0213), "a_zero_point": -3, "b_scale": _s32(0.0417), "
          "y_scale": _s32(0.0611), "y_zero_point": -1}
 _QMEAN = {"axes": [2, 3], "keepdim": 1, "x_scale": _s32(0.0213), "x_zero_point": -3, "y_scale": _s32(0.0117),
           "y_zero_point": 2}
-_REQUANTIZING = ("qconv2d", "qlinear", "qadd", "qmean")
+_QMUL = {"a_scale": _s32(0.0213), "a_zero_point": -3, "b_scale": _s32(0.0417), "b_zero_point": 9,
+         "y_scale": _s32(0.0311), "y_zero_point": -1, "activation": "relu"}
+_QMATMUL = {"a_scale": _s32(0.0213), "a_zero_point": -3, "b_scale": _s32(0.0417), "b_zero_point": 9,
+            "y_scale": _s32(0.373), "y_zero_point": 4}
+_QCAT = {"axis": 1, "x_scales": [_s32(0.0213), _s32(0.0417)], "x_zero_points": [-3, 9], "y_scale": _s32(0.0417),
+         "y_zero_point": 9}
+_QAVG = {"kernel": [3, 3], "stride": [2, 2], "padding": [0, 0], "scale": _s32(0.0213), "zero_point": -3}
+_QLUT = {"x_scale": _s32(0.0613), "x_zero_point": -3, "y_scale": _s32(1 / 256), "y_zero_point": -128}
+_QLUT_SP = {**_QLUT, "y_scale": _s32(0.0371), "y_zero_point": -100, "beta": 2.0, "threshold": 3.0}
+_REQUANTIZING = ("qconv2d", "qlinear", "qadd", "qmean", "qmul", "qmatmul", "qconcat", "qavg_pool2d", "qlut")
+
+
+def _lut(function: str, attrs: dict, **params: float) -> tuple[str, dict, list, Callable[..., np.ndarray]]:
+    """A qlut case: its table computed from the float function, as dt.quant.quantize does."""
+    q = {k: attrs[k] for k in ("x_scale", "x_zero_point", "y_scale", "y_zero_point")}
+    table = fp.lut_table(function, **q, **params)
+    return ("qlut", {**attrs, "function": function, **params}, [_i8(3, 4), table], fp.qlut)
 
 
 def _wscale(n: int) -> np.ndarray:
@@ -385,6 +401,17 @@ HAND: dict[str, tuple[str, dict, list, Callable[..., np.ndarray]]] = {
     "pad_int8": ("pad", {"pads": [1, 2, 0, 1], "value": -128.0}, [_i8(3, 4)],
                  lambda x: np.pad(x, ((0, 0), (0, 1), (1, 2)), constant_values=-128)),
     "qmean": ("qmean", _QMEAN, [_i8(3, 4, 5)], lambda x: fp.qmean(x, (2, 3), True, *list(_QMEAN.values())[2:])),
+    "qmul_broadcast": ("qmul", _QMUL, [_i8(3, 4), _RNG.integers(-128, 128, 4).astype(np.int8)],
+                       lambda a, b: fp.qmul(a, b, *_QMUL.values())),
+    "qmatmul": ("qmatmul", _QMATMUL, [_i8(3, 5), _i8(5, 4)], lambda a, b: fp.qmatmul(a, b, *_QMATMUL.values())),
+    "qconcat": ("qconcat", _QCAT, [_i8(2, 3), _i8(4, 3)],
+                lambda a, b: fp.qconcat([a, b], 1, _QCAT["x_scales"], _QCAT["x_zero_points"], _QCAT["y_scale"], 9)),
+    "qavg_pool2d": ("qavg_pool2d", _QAVG, [_i8(2, 7, 9)], lambda x: fp.qavg_pool2d(x, (3, 3), (2, 2), (0, 0), -3)),
+    "qlut_sigmoid": _lut("sigmoid", _QLUT),
+    "qlut_gelu_tanh": _lut("gelu_tanh", {**_QLUT, "y_scale": _s32(0.0311), "y_zero_point": -20}),
+    "qlut_leaky_relu": _lut("leaky_relu", {**_QLUT, "y_scale": _s32(0.0311), "y_zero_point": -20}, alpha=0.1),
+    "qlut_elu": _lut("elu", {**_QLUT, "y_scale": _s32(0.0311), "y_zero_point": -20}, alpha=0.5),
+    "qlut_softplus": _lut("softplus", _QLUT_SP, beta=2.0, threshold=3.0),
     "prelu_channels": ("prelu", {}, [_f32(3, 4, 5), _RNG.standard_normal(3).astype(np.float32)],
                        lambda x, w: np.where(x > 0, x, x * w.reshape(3, 1, 1))),
     "prelu_shared": ("prelu", {}, [_f32(3, 4, 5), np.array([0.25], np.float32)],

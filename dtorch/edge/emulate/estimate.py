@@ -43,8 +43,9 @@ def _numel(shape: list[int]) -> int:
 def node_work(op: str, attrs: Mapping[str, Any], inputs: Sequence[tuple[Sequence[int], str, bool] | None],
               outputs: Sequence[tuple[Sequence[int], str]], batch_scale: float = 1.0) -> NodeWork:
     """The work of one node: `inputs` as (example shape, dtype, is a constant) or None for an absent one, `outputs`
-    as (example shape, dtype). Bytes count each tensor's own element size; the int8 products (qconv2d, qlinear) count
-    their MACs as the float ones do (the fp32 rate: an upper bound where the board has int8 dot products)."""
+    as (example shape, dtype). Bytes count each tensor's own element size; the int8 products (qconv2d, qlinear,
+    qmatmul) count their MACs as the float ones do (the fp32 rate: an upper bound where the board has int8 dot
+    products)."""
     import numpy as np
 
     def scaled(n: float, const: bool) -> float:  # constants (weights) do not grow with the batch
@@ -66,7 +67,7 @@ def node_work(op: str, attrs: Mapping[str, Any], inputs: Sequence[tuple[Sequence
             depthwise = len(w) == 4 and w[1] == 1 and int(attrs.get("groups", 1)) > 1
     elif op in ("linear", "qlinear") and w is not None:
         macs = int(osz[0] * w[-1] * batch_scale)
-    elif op == "matmul" and len(inputs) >= 2 and inputs[0] is not None:
+    elif op in ("matmul", "qmatmul") and len(inputs) >= 2 and inputs[0] is not None:
         macs = int(osz[0] * list(inputs[0][0])[-1] * batch_scale)
     flops = 0 if macs else int(sum(osz) * batch_scale)
     return NodeWork(op=op, macs=macs, depthwise=depthwise, flops=flops, bytes=int(nbytes))

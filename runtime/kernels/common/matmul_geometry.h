@@ -30,6 +30,17 @@ struct MatmulGeo {
   }
 };
 
+// torch.matmul's output shape: the broadcast batch dimensions, then m where a has 2 or more dimensions, then n where b
+// has (a 1-D operand's added dimension removed).
+inline Shape matmul_out_shape(const Shape& a, const Shape& b, int nb, const int64_t* batch, int64_t m, int64_t n) {
+  Shape o;
+  o.ndim = 0;
+  for (int i = 0; i < nb; ++i) o.dims[o.ndim++] = batch[i];
+  if (a.ndim >= 2) o.dims[o.ndim++] = m;
+  if (b.ndim >= 2) o.dims[o.ndim++] = n;
+  return o;
+}
+
 // The geometry of shapes the portable infer accepts; false when they are not (then portable reports it).
 inline bool matmul_geometry(const Shape& a, const Shape& b, MatmulGeo* g) {
   if (a.ndim < 1 || b.ndim < 1) return false;

@@ -77,6 +77,69 @@ Status adaptive_run(const char* op, const KernelContext& ctx, const TensorView* 
   return Status::Ok();
 }
 
+// The windows of an avg_pool2d / qavg_pool2d node (PyTorch's AvgPool2d): the attributes kernel, stride (default: the
+// kernel), padding, ceil_mode, count_include_pad, divisor_override, checked against an input of shape x (N, C, H, W).
+struct AvgPoolGeometry {
+  int64_t n, c, h, w, kh, kw, sh, sw, ph, pw, oh, ow, divisor;  // divisor: divisor_override, 0 = none
+  bool include_pad;
+};
+
+inline Status avg_pool_geometry(const char* op, const Attrs& attrs, const Shape& x, AvgPoolGeometry* g) {
+  int64_t k[2] = {}, s[2] = {}, p[2] = {};
+  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "kernel", 2, k, nullptr));
+  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "stride", 2, s, k));
+  DTORCH_RETURN_IF_ERROR(get_ints_exact(op, attrs, "padding", 2, p, nullptr));
+  const bool ceil_mode = attrs.get_int("ceil_mode") != 0;
+  const int64_t divisor = attrs.get_int("divisor_override");
+  if (divisor < 0)
+    return op_error(StatusCode::kInvalidModel, op, "divisor_override must be >= 0 (0 = none), got %lld",
+                    (long long)divisor);
+  DTORCH_RETURN_IF_ERROR(check_attr_max(op, "kernel", k, 2, kMaxAttrValue));
+  DTORCH_RETURN_IF_ERROR(check_attr_max(op, "stride", s, 2, kMaxAttrValue));
+  DTORCH_RETURN_IF_ERROR(check_attr_max(op, "padding", p, 2, kMaxAttrValue));
+  for (int i = 0; i < 2; ++i) {
+    if (k[i] < 1 || s[i] < 1 || p[i] < 0)
+      return op_error(StatusCode::kInvalidModel, op, "kernel %s and stride %s must be >= 1 and padding %s >= 0",
+                      ints_str(k, 2).c_str(), ints_str(s, 2).c_str(), ints_str(p, 2).c_str());
+    if (2 * p[i] > k[i])
+      return op_error(StatusCode::kInvalidModel, op, "padding %s should be at most half of the kernel size %s",
+                      ints_str(p, 2).c_str(), ints_str(k, 2).c_str());
+  }
+  *g = AvgPoolGeometry{x.dims[0], x.dims[1], x.dims[2], x.dims[3], k[0], k[1], s[0], s[1], p[0], p[1], 0, 0, divisor,
+                       attrs.get_int("count_include_pad") != 0};
+  g->oh = pool_out_size(g->h, k[0], s[0], p[0], 1, ceil_mode);
+  g->ow = pool_out_size(g->w, k[1], s[1], p[1], 1, ceil_mode);
+  if (g->oh < 1 || g->ow < 1)
+    return op_error(StatusCode::kInvalidArgument, op, "input %s is too small for kernel %s (output %lldx%lld)",
+                    shape_str(x).c_str(), ints_str(k, 2).c_str(), (long long)g->oh, (long long)g->ow);
+  return Status::Ok();
+}
+
+// For every (N*C) plane p (split over the pool, one plane at a time) and output cell o = oh * OW + ow:
+// cell(p, o, a0, a1, b0, b1, d): the window's taps inside the input are rows [a0, a1) x columns [b0, b1) of plane p,
+// and d is PyTorch's divisor (divisor_override, else the window clipped to the padded input with count_include_pad, or
+// to the input without it; 0 only for a window with nothing to count).
+template <typename Cell>
+void avg_pool_cells(ThreadPool* pool, const AvgPoolGeometry& g, Cell cell) {
+  parallel_chunks(pool, g.n * g.c, 1, [&](int64_t p0, int64_t p1) {
+    for (int64_t p = p0; p < p1; ++p) {
+      for (int64_t oh = 0; oh < g.oh; ++oh) {
+        const int64_t h0 = oh * g.sh - g.ph;
+        const int64_t h1p = h0 + g.kh < g.h + g.ph ? h0 + g.kh : g.h + g.ph;  // clipped to the padded input
+        const int64_t a0 = h0 > 0 ? h0 : 0, a1 = h1p < g.h ? h1p : g.h;       // clipped to the input
+        for (int64_t ow = 0; ow < g.ow; ++ow) {
+          const int64_t w0 = ow * g.sw - g.pw;
+          const int64_t w1p = w0 + g.kw < g.w + g.pw ? w0 + g.kw : g.w + g.pw;
+          const int64_t b0 = w0 > 0 ? w0 : 0, b1 = w1p < g.w ? w1p : g.w;
+          int64_t d = g.divisor;
+          if (d == 0) d = g.include_pad ? (h1p - h0) * (w1p - w0) : (a1 - a0) * (b1 - b0);
+          cell(p, oh * g.ow + ow, a0, a1, b0, b1, d);
+        }
+      }
+    }
+  });
+}
+
 // The window geometry of a max_pool2d node whose shapes infer accepted (the attributes kernel, stride, padding,
 // dilation; the output size from the output shape): what the ISA kernel sets read, without the portable kernel's
 // checks and messages.

@@ -124,6 +124,32 @@ inline Status check_weight_scales(const char* op, const QuantIO& io, const Tenso
   return Status::Ok();
 }
 
+// The quantization of an int8 product of two activations (qmul, qmatmul): a's and b's scale and zero point, the
+// output's with its fused clamp, and the one multiplier a_scale * b_scale / y_scale (double, two correctly rounded
+// operations) that takes the int32 (a - a_zero_point) * (b - b_zero_point) sums to the output.
+struct QuantPair {
+  double a_scale, b_scale, y_scale;
+  int32_t a_zero_point, b_zero_point, y_zero_point;
+  int32_t lo, hi;  // the output clamp
+  requant::Multiplier mul;
+};
+
+inline Status read_quant_pair(const char* op, const Attrs& attrs, const char* what, QuantPair* q) {
+  DTORCH_RETURN_IF_ERROR(read_scale(op, attrs, "a_scale", &q->a_scale));
+  DTORCH_RETURN_IF_ERROR(read_scale(op, attrs, "b_scale", &q->b_scale));
+  DTORCH_RETURN_IF_ERROR(read_scale(op, attrs, "y_scale", &q->y_scale));
+  q->a_zero_point = static_cast<int32_t>(attrs.get_int("a_zero_point"));
+  q->b_zero_point = static_cast<int32_t>(attrs.get_int("b_zero_point"));
+  q->y_zero_point = static_cast<int32_t>(attrs.get_int("y_zero_point"));
+  DTORCH_RETURN_IF_ERROR(read_output_clamp(op, attrs, what, q->y_scale, q->y_zero_point, &q->lo, &q->hi));
+  const double real = q->a_scale * q->b_scale / q->y_scale;
+  if (!requant::multiplier_ok(real))
+    return op_error(StatusCode::kInvalidModel, op,
+                    "a_scale * b_scale / y_scale = %g is too large for a requantization multiplier (< 2^30)", real);
+  q->mul = requant::make_multiplier(real);
+  return Status::Ok();
+}
+
 // Output channel o's multiplier: x_scale * w_scale[o] / y_scale in double (two correctly rounded operations).
 inline requant::Multiplier channel_multiplier(const QuantIO& io, const float* w_scale, int64_t o) {
   return requant::make_multiplier(io.x_scale * static_cast<double>(w_scale[o]) / io.y_scale);

@@ -3,6 +3,7 @@
 // broadcast with NumPy's rule. Each product is a gemm_nn (k in increasing order, kernels/common/gemm.h);
 // threads split (batch, output tile) units, so results do not depend on the thread count.
 #include "kernels/common/gemm.h"
+#include "kernels/common/matmul_geometry.h"
 #include "kernels/common/util.h"
 
 namespace dtorch {
@@ -58,12 +59,7 @@ Status geometry(const TensorView* in, int n_in, Geo* g) {
       return op_error(StatusCode::kInvalidArgument, kOp, "batch dimensions of %s and %s broadcast to too many matrices",
                       ::dtorch::shape_str(a).c_str(), ::dtorch::shape_str(b).c_str());
   }
-  Shape o;
-  o.ndim = 0;
-  for (int i = 0; i < g->nb; ++i) o.dims[o.ndim++] = g->batch[i];
-  if (a.ndim >= 2) o.dims[o.ndim++] = g->m;
-  if (b.ndim >= 2) o.dims[o.ndim++] = g->n;
-  g->out = o;
+  g->out = kernels::matmul_out_shape(a, b, g->nb, g->batch, g->m, g->n);
   return Status::Ok();
 }
 
