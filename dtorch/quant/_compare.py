@@ -25,6 +25,7 @@ from ._quantizer import (
     _arrays,
     batch_inputs,
     float_graph_of,
+    int8_io,
     rel_error,
     run_with,
 )
@@ -74,9 +75,9 @@ class CompareReport:
                      f"({100 * (self.int8_accuracy - self.float_accuracy):+.2f} points)")
         head += f", output relative RMS error {self.output_rel_error:.4f}"
         lines.append(head)
-        lines.append(f"{'layer':<40} {'op':<8} {'rel err':>9} {'max abs':>10} {'SQNR dB':>8}")
+        lines.append(f"{'layer':<40} {'op':<11} {'rel err':>9} {'max abs':>10} {'SQNR dB':>8}")
         for e in self.layers:
-            lines.append(f"{e.name[:40]:<40} {e.op:<8} {e.rel_error:>9.4f} {e.max_abs_error:>10.4g} "
+            lines.append(f"{e.name[:40]:<40} {e.op:<11} {e.rel_error:>9.4f} {e.max_abs_error:>10.4g} "
                          f"{e.sqnr_db:>8.1f}")
         if self.float_layers:
             lines.append(f"kept in float: {', '.join(self.float_layers)}")
@@ -146,7 +147,7 @@ def compare(model: Any, qmodel: Any, val_loader: Any, num_batches: int | None = 
     q_vals: list[dict[int, np.ndarray]] = list(run_with(qg, in_names, out_names, q_watch, batches))
     errors = []
     for fn, qn in pairs:
-        s, zp = float(qn.attrs["y_scale"]), int(qn.attrs["y_zero_point"])
+        _, (s, zp) = int8_io(qn)
         ref = np.concatenate([v[fn.outputs[0].uid].ravel() for v in f_vals])
         got = np.concatenate([(v[qn.outputs[0].uid].astype(np.float32) - zp).ravel() * np.float32(s) for v in q_vals])
         rel = rel_error(ref, got)

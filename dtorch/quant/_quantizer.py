@@ -5,10 +5,17 @@
 
 1. Calibration: the float graph runs in the C++ runtime on the calibration batches with every tensor a product
    reads or writes as an extra output; an observer per tensor (dtorch/quant/observers.py) gives its range.
-2. Each conv2d and linear with constant weights and no fused activation or a fused relu / relu6 becomes qconv2d /
-   qlinear: weights per output channel (or per tensor) symmetric in [-127, 127], the bias int32 at scale
-   x_scale * w_scale[o], the activation the requantization's clamp. Everything else stays float32; `quantize` and
-   `dequantize` nodes convert where an int8 tensor meets a float operator, and the graph's outputs are float32.
+2. Each conv2d and linear with constant weights becomes qconv2d / qlinear: weights per output channel (or per
+   tensor) symmetric in [-127, 127], the bias int32 at scale x_scale * w_scale[o], a fused relu / relu6 the
+   requantization's clamp (any other fused activation is split off first and becomes a qlut after it).
+   The operators on activations become int8 when one of their inputs is int8 already: add, mul and matmul (qadd, qmul,
+   qmatmul: a constant operand is quantized per tensor, asymmetric, from its own range), concat (qconcat: each input
+   requantized to the output's scale), a global mean (qmean), avg_pool2d (qavg_pool2d: the output keeps the input's
+   scale and zero point, as TFLite's AVERAGE_POOL_2D), and the activations sigmoid, tanh, silu, hardswish,
+   hardsigmoid, gelu, hardtanh, leaky_relu, elu, softplus and relu (qlut: a 256-entry table computed here from the
+   float function, so every target gives the same bits). Max pooling and data movement take int8 as it is.
+   Everything else stays float32; `quantize` and `dequantize` nodes convert where an int8 tensor meets a float
+   operator, and the graph's outputs are float32.
 3. With `fallback_threshold`, a layer whose int8 output differs from the float one by more than the threshold
    (relative RMS error on the calibration batches) is kept in float, and the graph is built again.
 """
@@ -24,17 +31,30 @@ from typing import Any
 import numpy as np
 
 from .._export.graph import Graph, Node, Value, constant
-from ._fixed_point import WMAX
-from .observers import METHODS, Observer, make_observer
+from ..catalogue import CATALOGUE
+from ._fixed_point import WMAX, lut_table
+from ._fixed_point import quantize as quantize_values
+from .observers import METHODS, Observer, make_observer, qparams
 
-__all__ = ["QUANTIZABLE_OPS", "LayerQuant", "QuantizationError", "QuantizedModel", "quantize"]
+__all__ = ["LUT_OPS", "QUANTIZABLE_OPS", "LayerQuant", "QuantizationError", "QuantizedModel", "int8_io", "quantize",
+           "unfuse_activations"]
 
+#: The float activation operators that become qlut (their 256-entry table) when their input is int8.
+LUT_OPS = ("relu", "sigmoid", "tanh", "silu", "hardswish", "hardsigmoid", "gelu", "hardtanh", "leaky_relu", "elu",
+           "softplus")
 #: Float operators quantize turns into int8 ones, and the int8 operator each becomes: the products (weights
 #: quantized), and the operators that requantize their int8 inputs (taken when an input is int8 already).
 QUANTIZABLE_OPS = {"conv2d": "qconv2d", "linear": "qlinear", "mean": "qmean", "adaptive_avg_pool2d": "qmean",
-                   "add": "qadd"}
+                   "add": "qadd", "mul": "qmul", "matmul": "qmatmul", "concat": "qconcat",
+                   "avg_pool2d": "qavg_pool2d", **dict.fromkeys(LUT_OPS, "qlut")}
 _MEANS = ("mean", "adaptive_avg_pool2d")
 _PRODUCTS = ("conv2d", "linear")
+#: The operators on two activations (or an activation and a constant, quantized per tensor from its range).
+_BINARY = ("add", "mul", "matmul")
+#: The parameters of each activation's float function that its qlut table reads (with the float operator's defaults).
+_LUT_PARAMS = {"hardtanh": ("min_val", "max_val"), "leaky_relu": ("alpha",), "elu": ("alpha",),
+               "softplus": ("beta", "threshold")}
+_POOL_ATTRS = ("kernel", "stride", "padding", "ceil_mode", "count_include_pad", "divisor_override")
 #: Operators that move or pick int8 values as they are: an int8 input gives an int8 output with its scale and zero
 #: point (a max commutes with quantization).
 PASS_THROUGH_OPS = ("max_pool2d", "reshape", "permute", "slice", "expand")
@@ -109,16 +129,29 @@ class QuantizedModel:
         from .._export.reader import read_dtm
 
         g, ins, outs = read_dtm(path).to_graph()
-        def first_input(n: Node, what: str) -> Any:  # qadd names its first input a_*
-            return n.attrs.get(f"x_{what}", n.attrs.get(f"a_{what}"))
-
-        layers = [LayerQuant(n.name, n.op, True, x_scale=float(first_input(n, "scale")),
-                             x_zero_point=int(first_input(n, "zero_point")), y_scale=float(n.attrs["y_scale"]),
-                             y_zero_point=int(n.attrs["y_zero_point"]))
-                  for n in g.nodes if n.op in QUANTIZABLE_OPS.values()]
+        layers = []
+        for n in g.nodes:
+            if n.op in QUANTIZABLE_OPS.values():
+                (xs, xz), (ys, yz) = int8_io(n)
+                layers.append(LayerQuant(n.name, n.op, True, x_scale=xs, x_zero_point=xz, y_scale=ys,
+                                         y_zero_point=yz))
         if not layers:
             raise QuantizationError(f"{os.fspath(path)!r} has no int8 layer; quantize it first (dtorch-edge quantize)")
         return cls(g, ins, outs, None, layers)
+
+
+def int8_io(n: Node) -> tuple[tuple[float, int], tuple[float, int]]:
+    """The (scale, zero point) of an int8 operator's first input and of its output, read from its attributes (qadd,
+    qmul and qmatmul name their inputs a_* and b_*, qconcat lists x_scales, qavg_pool2d has one scale for both)."""
+    a = n.attrs
+    if "scale" in a:
+        both = (float(a["scale"]), int(a["zero_point"]))
+        return both, both
+    if "x_scales" in a:
+        x = (float(a["x_scales"][0]), int(a["x_zero_points"][0]))
+    else:
+        x = (float(a.get("x_scale", a.get("a_scale"))), int(a.get("x_zero_point", a.get("a_zero_point"))))
+    return x, (float(a["y_scale"]), int(a["y_zero_point"]))
 
 
 # --- the model's float graph -------------------------------------------------------------------------------------
@@ -159,7 +192,8 @@ def float_graph_of(model: Any, example: list[Any]) -> tuple[Graph, list[str], li
     if isinstance(model, (str, os.PathLike)):
         from .._export.reader import read_dtm
 
-        return read_dtm(Path(os.fspath(model))).to_graph()
+        g, ins, outs = read_dtm(Path(os.fspath(model))).to_graph()
+        return unfuse_activations(g), ins, outs
     if not callable(model):
         raise QuantizationError(f"model must be a dtorch.nn.Module or a .dtm path, got {type(model).__name__}")
     from .._export.exporter import prepare
@@ -176,7 +210,39 @@ def float_graph_of(model: Any, example: list[Any]) -> tuple[Graph, list[str], li
     finally:
         if was_training and hasattr(model, "train"):
             model.train()
-    return p.graph, p.input_names, p.output_names
+    return unfuse_activations(p.graph), p.input_names, p.output_names
+
+
+def _activation_op(kind: str, attrs: dict[str, Any], fused_on: str) -> tuple[str, dict[str, Any]]:
+    """The float operator of a fused `activation` value and its attributes (read from the fused node's)."""
+    if kind == "gelu_tanh":
+        return "gelu", {"approximate": "tanh"}
+    op = next(o for o in CATALOGUE.values() if o.fused_as == kind)
+    on = CATALOGUE[fused_on]
+    out = {}
+    for mine, fused in op.fused_attrs:
+        spec = on.attr(fused)
+        out[mine] = float(attrs.get(fused, spec.default if spec is not None else 0.0))  # type: ignore[arg-type]
+    return op.name, out
+
+
+def unfuse_activations(g: Graph) -> Graph:
+    """g with every activation fused into a conv2d, linear or add that int8 cannot apply as its clamp (anything but
+    relu and relu6) as its own operator after it, named "<node>/<activation>": int8 takes the two apart (the product,
+    then the activation's qlut table), and calibration sees the tensor between them."""
+    nodes: list[Node] = []
+    for n in g.nodes:
+        kind = n.attrs.get("activation", "none")
+        if kind in _FUSABLE or n.op not in QUANTIZABLE_OPS or len(n.outputs) != 1:
+            nodes.append(n)
+            continue
+        op, act_attrs = _activation_op(str(kind), n.attrs, n.op)
+        y = n.outputs[0]
+        mid = Value(y.shape, y.dtype, dims=y.dims, name=f"{y.name or n.name}.pre")
+        kept = {k: v for k, v in n.attrs.items() if k not in ("activation", "min_val", "max_val", "alpha")}
+        nodes.append(Node(n.op, list(n.inputs), [mid], kept, n.name))
+        nodes.append(Node(op, [mid], [y], act_attrs, f"{n.name}/{op}" if n.name else ""))
+    return Graph(list(g.inputs), list(g.outputs), nodes)
 
 
 def _tensor(x: Any) -> Any:
@@ -214,8 +280,9 @@ def run_with(g: Graph, in_names: list[str], out_names: list[str], watch: list[Va
         yield values
 
 
-def _candidates(g: Graph) -> tuple[list[Node], list[LayerQuant]]:
-    """The nodes quantize can take, and a LayerQuant for every node of QUANTIZABLE_OPS (with its reason when not)."""
+def _candidates(g: Graph, float_ops: set[str]) -> tuple[list[Node], list[LayerQuant]]:
+    """The nodes quantize can take, and a LayerQuant for every node of QUANTIZABLE_OPS (with its reason when not);
+    `float_ops`: the operator types the caller keeps in float."""
     cands, layers = [], []
     for i, n in enumerate(g.nodes):
         if n.op not in QUANTIZABLE_OPS:
@@ -224,7 +291,9 @@ def _candidates(g: Graph) -> tuple[list[Node], list[LayerQuant]]:
         act = n.attrs.get("activation", "none")
         floats = [v for v in n.inputs if v is not None and not v.is_const]
         why = ""
-        if any(np.dtype(v.dtype) != np.float32 for v in floats) or np.dtype(n.outputs[0].dtype) != np.float32:
+        if n.op in float_ops:
+            why = f"float_ops keeps {n.op} in float"
+        elif any(np.dtype(v.dtype) != np.float32 for v in floats) or np.dtype(n.outputs[0].dtype) != np.float32:
             why = "it does not compute in float32"
         elif act not in _FUSABLE:
             why = f"its fused activation {act!r} has no int8 form (none, relu and relu6 do)"
@@ -238,16 +307,48 @@ def _candidates(g: Graph) -> tuple[list[Node], list[LayerQuant]]:
                 why = "its bias is not a constant"
             elif n.inputs[0] is None or n.inputs[0].is_const:
                 why = "its input is a constant"
-        elif n.op == "add" and len(floats) != 2:
-            why = "one of its operands is a constant"
-        elif n.op in _MEANS and (not floats or any(d == 0 for d in floats[0].shape)):
-            why = "its input is a constant or empty"
+        elif not floats:
+            why = "its inputs are constants"
+        elif n.op in (*_BINARY, "concat") and _constant_operand_problem(n):
+            why = _constant_operand_problem(n)
+        elif n.op in _MEANS and any(d == 0 for d in floats[0].shape):
+            why = "its input is empty"
         elif n.op == "adaptive_avg_pool2d" and list(n.attrs.get("output_size", [])) != [1, 1]:
             why = "only its global form (output size 1 x 1) has an int8 kernel"
         layers.append(LayerQuant(name, n.op, not why, why))
         if not why:
             cands.append(n)
     return cands, layers
+
+
+def _constant_operand_problem(n: Node) -> str:
+    """Why a constant operand of add / mul / matmul / concat cannot be quantized per tensor ("" when it can)."""
+    for v in n.inputs:
+        if v is None or not v.is_const:
+            continue
+        if v.data is None or np.dtype(v.data.dtype) != np.float32:
+            return "a constant operand is not float32"
+        if v.data.size and not np.all(np.isfinite(v.data)):
+            return "a constant operand holds an infinity or NaN"
+    return ""
+
+
+def _constant_qparams(data: np.ndarray) -> tuple[float, int]:
+    """A constant operand's per-tensor asymmetric int8 quantization: its own range (with 0)."""
+    d = np.asarray(data, np.float32)
+    return qparams(float(d.min()), float(d.max())) if d.size else (1.0, 0)
+
+
+def _lut_function(n: Node) -> tuple[str, dict[str, float]]:
+    """The qlut function of a float activation node and the parameters its table reads."""
+    if n.op == "gelu":
+        return ("gelu_tanh" if n.attrs.get("approximate") == "tanh" else "gelu"), {}
+    spec = CATALOGUE[n.op]
+    out = {}
+    for k in _LUT_PARAMS.get(n.op, ()):
+        a = spec.attr(k)
+        out[k] = float(n.attrs.get(k, a.default if a is not None else 0.0))  # type: ignore[arg-type]
+    return n.op, out
 
 
 # --- building the int8 graph -------------------------------------------------------------------------------------
@@ -298,6 +399,12 @@ def build_int8_graph(g: Graph, take: list[Node], params: dict[int, tuple[float, 
     def as_int8(v: Value, at: str) -> Value:
         if v.uid in int8_of:
             return int8_of[v.uid]
+        if v.is_const:  # quantized here, once: an int8 constant
+            s, zp = params[v.uid]
+            assert v.data is not None
+            q = constant(quantize_values(v.data, s, zp), name=f"{v.name or at}.int8")
+            int8_of[v.uid] = q
+            return q
         f = as_float(v)
         s, zp = params[v.uid]
         q = Value(v.shape, np.dtype(np.int8), dims=v.dims, name=at)
@@ -328,7 +435,8 @@ def build_int8_graph(g: Graph, take: list[Node], params: dict[int, tuple[float, 
         if id(n) not in take_ids:
             keep_float(n)
             continue
-        if n.op not in _PRODUCTS and not any(v is not None and v.uid in int8_of for v in n.inputs):
+        if n.op not in _PRODUCTS and not any(v is not None and not v.is_const and v.uid in int8_of
+                                             for v in n.inputs):
             keep_float(n)  # its inputs are float: quantizing here would only add conversions
             continue
         taken.append(n)
@@ -341,14 +449,36 @@ def build_int8_graph(g: Graph, take: list[Node], params: dict[int, tuple[float, 
             attrs.update(x_scale=xs, x_zero_point=xz, y_scale=ys, y_zero_point=yz)
             out.nodes.append(Node("qmean", [as_int8(x, n.name)], [int8_out(y, n.name)], attrs, n.name))  # type: ignore[arg-type]
             continue
-        if n.op == "add":
+        if n.op in _BINARY:
             a, b = n.inputs[0], n.inputs[1]
             assert a is not None and b is not None
             (as_, az), (bs, bz) = params[a.uid], params[b.uid]
             attrs = {"a_scale": as_, "a_zero_point": az, "b_scale": bs, "b_zero_point": bz, "y_scale": ys,
                      "y_zero_point": yz, "activation": n.attrs.get("activation", "none")}
-            out.nodes.append(Node("qadd", [as_int8(a, n.name), as_int8(b, n.name)], [int8_out(y, n.name)], attrs,
+            out.nodes.append(Node(QUANTIZABLE_OPS[n.op], [as_int8(a, n.name), as_int8(b, n.name)],
+                                  [int8_out(y, n.name)], attrs, n.name))
+            continue
+        if n.op == "concat":
+            parts = [v for v in n.inputs if v is not None]
+            attrs = {"axis": n.attrs.get("axis", 0), "x_scales": [params[v.uid][0] for v in parts],
+                     "x_zero_points": [params[v.uid][1] for v in parts], "y_scale": ys, "y_zero_point": yz}
+            out.nodes.append(Node("qconcat", [as_int8(v, n.name) for v in parts], [int8_out(y, n.name)], attrs,
                                   n.name))
+            continue
+        assert x is not None
+        if n.op == "avg_pool2d":  # the output keeps the input's quantization (TFLite's AVERAGE_POOL_2D)
+            params[y.uid] = params[x.uid]
+            xs, xz = params[x.uid]
+            attrs = {k: n.attrs[k] for k in _POOL_ATTRS if n.attrs.get(k) is not None}
+            attrs.update(scale=xs, zero_point=xz)
+            out.nodes.append(Node("qavg_pool2d", [as_int8(x, n.name)], [int8_out(y, n.name)], attrs, n.name))
+            continue
+        if n.op in LUT_OPS:
+            xs, xz = params[x.uid]
+            fn, fparams = _lut_function(n)
+            table = constant(lut_table(fn, xs, xz, ys, yz, **fparams), name=f"{n.name or n.op}.lut")
+            attrs = {"function": fn, **fparams, "x_scale": xs, "x_zero_point": xz, "y_scale": ys, "y_zero_point": yz}
+            out.nodes.append(Node("qlut", [as_int8(x, n.name), table], [int8_out(y, n.name)], attrs, n.name))
             continue
         w = n.inputs[1]
         b = n.inputs[2] if len(n.inputs) > 2 else None
@@ -407,19 +537,27 @@ def rel_error(ref: np.ndarray, got: np.ndarray) -> float:
 
 
 def quantize(model: Any, calib_loader: Any, method: str = "minmax", per_channel: bool = True,
-             num_batches: int = 32, fallback_threshold: float | None = None, percentile: float = 99.99
-             ) -> QuantizedModel:
+             num_batches: int = 32, fallback_threshold: float | None = None, percentile: float = 99.99,
+             float_ops: Iterable[str] = ()) -> QuantizedModel:
     """Post-training static int8 quantization (see the module's docstring).
 
     model: a dtorch.nn.Module (traced with the first calibration batch, its batch dimension dynamic) or the path
     of a float `.dtm` (from `dt.export` or `dtorch.onnx.import_model`). calib_loader: an iterable of batches, each an
     input array / tensor or a tuple (inputs..., label); the first `num_batches` are used. method: how each
     activation's range is chosen, "minmax", "percentile" (`percentile`, 99.99 by default) or "mse".
-    fallback_threshold: keep in float the layers whose int8 output's relative RMS error exceeds it."""
+    fallback_threshold: keep in float the layers whose int8 output's relative RMS error exceeds it. float_ops: float
+    operator types (keys of QUANTIZABLE_OPS, e.g. "concat" or "sigmoid") to leave in float32 wherever they are (as
+    ONNX Runtime's op_types_to_quantize, inverted)."""
     if method not in METHODS:
         raise QuantizationError(f"unknown method {method!r}; use one of {', '.join(METHODS)}")
     if isinstance(num_batches, bool) or not isinstance(num_batches, int) or num_batches < 1:
         raise QuantizationError(f"num_batches must be a positive int, got {num_batches!r}")
+    if isinstance(float_ops, str):
+        float_ops = (float_ops,)
+    keep = set(float_ops)
+    if keep - set(QUANTIZABLE_OPS):
+        raise QuantizationError(f"float_ops names {', '.join(sorted(keep - set(QUANTIZABLE_OPS)))}, which int8 does not "
+                                f"take anyway; it takes {', '.join(QUANTIZABLE_OPS)}")
     if fallback_threshold is not None and not (isinstance(fallback_threshold, (int, float)) and fallback_threshold > 0):
         raise QuantizationError(f"fallback_threshold must be a number > 0 or None, got {fallback_threshold!r}")
     n_inputs = 1
@@ -434,7 +572,7 @@ def quantize(model: Any, calib_loader: Any, method: str = "minmax", per_channel:
         if len(in_names) != n_inputs:
             raise QuantizationError(f"the model takes {len(in_names)} input(s) but a calibration item holds "
                                     f"{n_inputs}")
-    cands, layers = _candidates(fg)
+    cands, layers = _candidates(fg, keep)
     if not any(n.op in _PRODUCTS for n in cands):
         reasons = "; ".join(f"{lq.name}: {lq.reason}" for lq in layers if lq.op in _PRODUCTS) or \
             "it has no conv2d or linear"
@@ -449,14 +587,19 @@ def quantize(model: Any, calib_loader: Any, method: str = "minmax", per_channel:
         for uid, obs in observers.items():
             obs.observe(values[uid])
     params = {uid: obs.qparams() for uid, obs in observers.items()}
-    by_node = {id(n): lq for n, lq in zip(cands, [lq for lq in layers if lq.quantized])}
     for n in cands:
-        lq = by_node[id(n)]
-        lq.x_scale, lq.x_zero_point = params[n.inputs[0].uid]  # type: ignore[union-attr]
-        lq.y_scale, lq.y_zero_point = params[n.outputs[0].uid]
+        if n.op not in _PRODUCTS:  # constant operands of add / mul / matmul / concat: their own range
+            for v in n.inputs:
+                if v is not None and v.is_const and v.data is not None:
+                    params[v.uid] = _constant_qparams(v.data)
+    by_node = {id(n): lq for n, lq in zip(cands, [lq for lq in layers if lq.quantized])}
 
     def build(take: list[Node]) -> tuple[Graph, list[Node]]:
         qg, int8_of, taken = build_int8_graph(fg, take, params, per_channel)
+        for n in cands:  # as built (an avg_pool2d's output keeps its input's quantization)
+            lq = by_node[id(n)]
+            lq.x_scale, lq.x_zero_point = params[n.inputs[0].uid]  # type: ignore[union-attr]
+            lq.y_scale, lq.y_zero_point = params[n.outputs[0].uid]
         for n in take:
             if n not in taken:
                 by_node[id(n)].quantized = False

@@ -15,7 +15,10 @@ F = nn.functional
 
 class Mixed(nn.Module):
     """Everything the simulated NPU takes (conv, depthwise, relu / relu6, add, max pool, global pool, flatten, linear)
-    around a float concat, which dt.quant keeps in float: the NPU part splits in two subgraphs with the CPU between."""
+    around a float concat (quantized with float_ops=("concat",), where dt.quant would make it a qconcat): the NPU part
+    splits in two subgraphs with the CPU between."""
+
+    FLOAT_OPS = ("concat",)
 
     def __init__(self) -> None:
         super().__init__()
@@ -58,6 +61,6 @@ def int8_model(net: nn.Module, path: Path, size: int = 16) -> Path:
     dt.manual_seed(0)
     net = net.eval()
     calib = batches(size=size)
-    qmodel = dt.quant.quantize(net, calib)
+    qmodel = dt.quant.quantize(net, calib, float_ops=getattr(net, "FLOAT_OPS", ()))
     dt.export(qmodel, dt.tensor(calib[0]), path)
     return path
