@@ -16,8 +16,11 @@ marks our own assumptions where that list says nothing we could check:
   MaxPool).
 - qmean: global average pooling: the two spatial axes of an (N, C, H, W) tensor (modelled: other reductions fall
   back); H and W in [1, 343], channels in [1, 8192] (RKNN GlobalAveragePool).
-- concat (int8): axis 1 of (N, C, H, W) tensors, every input's channels a multiple of 16 (modelled: the NPU keeps
-  int8 tensors as NC1HWC2 with C2 = 16; a concatenation that splits a C2 block needs a re-layout it does not do).
+- concat (int8) and qconcat (int8 inputs of other scales, requantized to the output's): axis 1 of (N, C, H, W)
+  tensors, every input's channels a multiple of 16 (modelled: the NPU keeps int8 tensors as NC1HWC2 with C2 = 16; a
+  concatenation that splits a C2 block needs a re-layout it does not do).
+- qavg_pool2d: kernel height and width in [1, 7], stride in [1, 8], padding in [0, 7], ceil_mode 0, no divisor
+  override, channels in [1, 8192] (modelled on RKNN's MaxPool limits and its pooling kernels up to 7x7).
 - reshape (int8): no run-time `like` input; output dims after the batch at most 8192 (modelled on RKNN Reshape).
 
 Shapes are the model file's example shapes (RKNN compiles a model for static shapes).
@@ -127,6 +130,12 @@ def _no_ceil(n: NodeView) -> str | None:
     return None if int(n.attr("ceil_mode", 0)) == 0 else "ceil_mode 1; the NPU pools with ceil_mode 0 (RKNN MaxPool)"
 
 
+@_check("shape", "no divisor override (modelled)")
+def _no_divisor(n: NodeView) -> str | None:
+    d = int(n.attr("divisor_override", 0) or 0)
+    return None if d == 0 else f"divisor_override {d}; the NPU divides by the window (modelled)"
+
+
 @_check("axes", "the two spatial axes of (N, C, H, W): a global average pool (modelled)")
 def _global_pool(n: NodeView) -> str | None:
     rank = len(_x(n).shape)
@@ -197,6 +206,15 @@ SUPPORTS = (
         _channels("input", lambda n: [_x(n).shape[1]], "RKNN GlobalAveragePool limit"),
     ), doc="global average pooling"),
     OpSupport("concat", ("int8",), "rknpu:concat", (_channel_concat, _c2_aligned), doc="channel concatenation"),
+    OpSupport("qconcat", ("int8",), "rknpu:concat", (_channel_concat, _c2_aligned),
+              doc="channel concatenation, inputs requantized to the output's scale"),
+    OpSupport("qavg_pool2d", ("int8",), "rknpu:avgpool", (
+        ints_within("kernel size", "kernel", lambda n: n.attr("kernel"), 1, 7, "modelled"),
+        ints_within("stride", "stride", lambda n: n.attr("stride") or n.attr("kernel"), 1, 8, "modelled on RKNN MaxPool"),
+        ints_within("padding", "padding", lambda n: n.attr("padding", [0, 0]), 0, 7, "modelled on RKNN MaxPool"),
+        _no_ceil, _no_divisor,
+        _channels("input", lambda n: [_x(n).shape[1]], "modelled on RKNN's channel limit"),
+    ), doc="average pooling"),
     OpSupport("reshape", ("int8",), "rknpu:reshape", (_static_reshape,), doc="flatten / view"),
 )
 

@@ -367,13 +367,20 @@ def _sodium_ready() -> bool:
 
 def model_entries(models: dict[str, Path]) -> list[dict[str, Any]]:
     """The manifest's `models`: each file, its sha256 and its precision ("int8" when it runs int8 operators, else
-    "float32"); an int8 model whose inputs and outputs (names, dtypes, dimensions) are those of a float32 model in the
-    same bundle names it as its `float_fallback`, the model a deployment switches back to."""
+    "float32"); an int8 model whose inputs and outputs (names, dtypes, dimensions; a dynamic dimension matches any) are
+    those of a float32 model in the same bundle names it as its `float_fallback`, the model a deployment switches back
+    to."""
     from .._export.reader import read_dtm
 
-    def signature(dtm: Any) -> tuple[Any, ...]:
-        return tuple((dtm.tensors[i].name, dtm.tensors[i].dtype, tuple(dtm.tensors[i].dims))
-                     for i in (*dtm.inputs, None, *dtm.outputs) if i is not None) + (len(dtm.inputs),)
+    def signature(dtm: Any) -> list[tuple[str, str, list[int | str]]]:
+        return [(dtm.tensors[i].name, dtm.tensors[i].dtype, list(dtm.tensors[i].dims))
+                for i in (*dtm.inputs, -1, *dtm.outputs) if i >= 0] + [("", "", [len(dtm.inputs)])]
+
+    def same(a: list[Any], b: list[Any]) -> bool:  # names, dtypes, ranks; each dim equal or dynamic in either
+        return len(a) == len(b) and all(
+            na == nb and da == db and len(sa) == len(sb) and all(
+                x == y or isinstance(x, str) or isinstance(y, str) for x, y in zip(sa, sb))
+            for (na, da, sa), (nb, db, sb) in zip(a, b))
 
     entries, sigs = [], {}
     for name, path in models.items():
@@ -383,7 +390,8 @@ def model_entries(models: dict[str, Path]) -> list[dict[str, Any]]:
         sigs[name] = signature(dtm)
     for e in entries:
         if e["precision"] == "int8":
-            fallback = [f["file"] for f in entries if f["precision"] == "float32" and sigs[f["file"]] == sigs[e["file"]]]
+            fallback = [f["file"] for f in entries
+                        if f["precision"] == "float32" and same(sigs[f["file"]], sigs[e["file"]])]
             if fallback:
                 e["float_fallback"] = fallback[0]
     return entries

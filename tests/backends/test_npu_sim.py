@@ -57,6 +57,10 @@ def test_npu_takes_int8_convolutions_pools_and_the_rest(npu):
         _node("qmean", [((1, 16, 8, 8), "int8", False)], (1, 16, 1, 1), {"axes": [2, 3], "keepdim": 1}),
         _node("concat", [((1, 16, 8, 8), "int8", False), ((1, 32, 8, 8), "int8", False)], (1, 48, 8, 8), {"axis": 1}),
         _node("reshape", [((1, 16, 1, 1), "int8", False)], (1, 16), {"shape": [0, 16]}),
+        _node("qconcat", [((1, 16, 8, 8), "int8", False), ((1, 16, 8, 8), "int8", False)], (1, 32, 8, 8),
+              {"axis": 1}),
+        _node("qavg_pool2d", [((1, 16, 8, 8), "int8", False)], (1, 16, 4, 4), {"kernel": [3, 3], "stride": [2, 2],
+                                                                              "padding": [1, 1]}),
     ]
     for n in taken:
         v = npu.check(n)
@@ -85,6 +89,12 @@ def test_npu_takes_int8_convolutions_pools_and_the_rest(npu):
      "alignment", "concat of inputs with 8 channels, not a multiple of 16"),
     (_node("concat", [((1, 16, 4, 4), "int8", False), ((1, 16, 4, 4), "int8", False)], (1, 16, 8, 4), {"axis": 2}),
      "axes", "concat along axis 2"),
+    (_node("qconcat", [((1, 8, 4, 4), "int8", False), ((1, 16, 4, 4), "int8", False)], (1, 24, 4, 4), {"axis": 1}),
+     "alignment", "concat of inputs with 8 channels, not a multiple of 16"),
+    (_node("qavg_pool2d", [((1, 16, 9, 9), "int8", False)], (1, 16, 1, 1), {"kernel": [9, 9]}),
+     "kernel size", "kernel 9x9 is outside [1, 7]"),
+    (_node("qavg_pool2d", [((1, 16, 8, 8), "int8", False)], (1, 16, 4, 4), {"kernel": [2, 2], "divisor_override": 3}),
+     "shape", "divisor_override 3"),
     (_node("reshape", [((1, 16, 1, 1), "int8", False), ((1, 16), "int8", False)], (1, 16),
            {"shape": [0, 16], "like_dims": [0, -1]}), "shape", "reads its target from another tensor at run time"),
     (_node("conv2d", [((1, 3, 8, 8), "float32", False), ((4, 3, 3, 3), "float32", True)], (1, 4, 6, 6),

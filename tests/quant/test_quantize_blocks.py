@@ -82,11 +82,14 @@ def test_int8_file_runs_bit_exact_on_the_runtime_and_the_boards(trained, quantiz
     for a in plan.assignments:
         if a.node.op in ("qmul", "qlut", "qconcat", "qavg_pool2d"):
             assert a.backend == "cpu" and a.kernel == f"portable:{a.node.op}", (a.node.op, a.kernel)
-    # the simulated NPU leaves them to the CPU, each with its reason, and the plan gives the CPU run's bits
+    # the simulated NPU takes concat and pooling within its limits and leaves mul and the tables to the CPU, each
+    # with its reason; the plan gives the CPU run's bits
     plan = check_model(path, "rk3588", "npu-sim")
     for a in plan.assignments:
-        if a.node.op in ("qmul", "qlut", "qconcat", "qavg_pool2d"):
+        if a.node.op in ("qmul", "qlut"):
             assert a.backend == "cpu" and a.fallback is not None and a.fallback.reason
+        if a.node.op in ("qconcat", "qavg_pool2d"):
+            assert a.backend == "npu-sim" or (a.fallback is not None and a.fallback.reason), (a.node.op, a.backend)
     sim = Simulator(plan, read_dtm(path)).run([x[:3]])
     assert [o.tobytes() for o in sim.outputs] == [o.tobytes() for o in run_model(path, [x[:3]])]
     # the file reads back as an int8 model, and compares with the float file (its fused sigmoid split the same way)
