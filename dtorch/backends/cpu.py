@@ -5,9 +5,9 @@ kernel set registers (runtime/kernels/portable/<op>.cc, each with its dtypes; th
 dtorch/catalogue/, says what each operator is), preceded by the ISA kernel sets the board's build takes for its ISA
 list (kernel_set.json `requires`, e.g. neon64 on a board that lists neon: dtorch.edge.kernel_sets; the host board
 takes every set of its architecture, each registering on CPUs that have its ISA), which run where they register a
-kernel under the build's default "fast" policy. A node's kernel is named by the first of those sets (by name) that
-registers its (operator, dtype), else portable; where two sets register one, the runtime runs the one of higher rank
-(runtime/core/kernel.h) that the CPU has. A node is refused when no kernel of the build
+kernel under the build's default "fast" policy. A node's kernel is named by the set of highest rank (kernel_set.json
+`rank`, as the runtime picks) that registers its (operator, dtype), else portable; on the host, where a set registers
+only on CPUs with its ISA, that is the kernel a CPU with every set runs. A node is refused when no kernel of the build
 registers its (operator, dtype), or when it breaks a limit a kernel checks at run time (qmean's count of averaged
 values). Every plan falls back to this backend; its latency estimate is the emulator's board estimate
 (dtorch.edge.emulate.estimate).
@@ -58,8 +58,9 @@ class CpuBackend(Backend):
         try:
             runtime = resource_root() / "runtime"
             portable = kernel_catalog(runtime, "portable")
-            sets = [ks for ks in kernel_sets(runtime, board.arch)
-                    if board.native or ks.for_board(board.arch, board.isa)]
+            sets = sorted((ks for ks in kernel_sets(runtime, board.arch)
+                           if board.native or ks.for_board(board.arch, board.isa)),
+                          key=lambda ks: (-(ks.rank or 0), ks.name))  # the runtime's order: highest rank first
             fast = [kernel_catalog(runtime, ks.name) for ks in sets]
         except (ResourceError, OpListError, KernelSetError) as e:
             raise BackendUnavailable(f"cannot read the runtime's kernels: {e}") from None

@@ -9,7 +9,9 @@ Every build of the runtime (setup.py for the Python module, SConstruct for dtorc
 for a host board build) takes the sets from here, so adding a set touches no build code.
 
 Each set's flags also define DTORCH_KERNEL_ISA=isa_<name>: the inline namespace that keeps the set's copies of
-the shared kernel helpers apart from the baseline ones (runtime/kernels/common/isa.h).
+the shared kernel helpers apart from the baseline ones (runtime/kernels/common/isa.h), and DTORCH_KERNEL_RANK, the
+set's `rank`: where several sets register one (operator, dtype), the runtime runs the highest-ranked one the CPU and
+the kernel policy allow (portable's rank is 0). A new set names its rank here, in no central list.
 
 The x86-64 sets list -fno-lto: their objects share no code with the rest that LTO could inline (their helpers are
 their own copies), and their templates are most of a host build's code generation (the avx512 conv2d alone: ~55 s
@@ -46,7 +48,7 @@ class KernelSet:
     requires: tuple[str, ...] = ()  # board ISA features (a board file's `isa` list) it needs; () = a host-only set
     compilers: tuple[str, ...] = ()  # compiler kinds that build it ("gcc", "clang", "zig"); () = any
     exact: bool = False         # its kernels keep the portable kernels' bits (the "exact" policy takes them)
-    rank: int | None = None     # its kernels' priority over portable's 0 (DTORCH_KERNEL_RANK); None: its header's own
+    rank: int = 1               # its kernels' priority over portable's 0 (passed as DTORCH_KERNEL_RANK)
 
     def builds_with(self, kind: str) -> bool:
         """Whether a compiler of this kind (a found toolchain's: gcc, clang, zig) builds the set's files (e.g. RVV
@@ -62,8 +64,7 @@ class KernelSet:
     @property
     def flags(self) -> tuple[str, ...]:
         """Everything its files are compiled with on top of the runtime's flags."""
-        rank = () if self.rank is None else (f"-DDTORCH_KERNEL_RANK={self.rank}",)
-        return (*self.isa_flags, f"-DDTORCH_KERNEL_ISA=isa_{self.name}", *rank)
+        return (*self.isa_flags, f"-DDTORCH_KERNEL_ISA=isa_{self.name}", f"-DDTORCH_KERNEL_RANK={self.rank}")
 
     def sources(self) -> list[Path]:
         return sorted(self.folder.glob("*.cc"))
@@ -100,7 +101,7 @@ def kernel_sets(runtime_dir: str | os.PathLike[str], arch: str | None = None) ->
         if not isinstance(exact, bool):
             raise KernelSetError(f"{desc}: 'exact' must be true or false (whether its kernels keep portable's bits)")
         rank = data.get("rank")
-        if rank is not None and not (isinstance(rank, int) and not isinstance(rank, bool) and 1 <= rank <= 1000):
+        if not (isinstance(rank, int) and not isinstance(rank, bool) and 1 <= rank <= 1000):
             raise KernelSetError(f"{desc}: 'rank' must be an integer in [1, 1000] (the priority over portable's 0)")
         ks = KernelSet(name, desc.parent, tuple(archs), tuple(flags), tuple(req), tuple(comp), exact, rank)
         if arch is None or arch in ks.arch:

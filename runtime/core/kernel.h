@@ -106,16 +106,10 @@ struct KernelArity {
 };
 
 // Kernel sets: "portable" (kernels/portable/, rank 0, always built: the reference and the fallback) and
-// per-architecture sets (kernels/<isa>/, e.g. "x86", rank 10) that register under the same operator names
-// only when built for that architecture and when the CPU they run on supports them.
+// per-architecture sets (kernels/<isa>/) that register under the same operator names only when built for that
+// architecture and when the CPU they run on supports them, at the rank their kernel_set.json names (the build passes
+// it as DTORCH_KERNEL_RANK; dtorch/edge/kernel_sets.py): the highest-ranked kernel the policy allows runs.
 constexpr int kPortableKernelRank = 0;
-constexpr int kX86KernelRank = 10;
-constexpr int kAvx2KernelRank = 15;
-constexpr int kAvx512KernelRank = 20;
-constexpr int kVnniKernelRank = 25;  // int8 kernels on AVX-512 VNNI (kernels/vnni), bit-exact
-constexpr int kNeon64KernelRank = 15;  // aarch64 boards (kernels/neon64): ranks above portable there
-constexpr int kNeon32KernelRank = 15;  // armv7 boards (kernels/neon32)
-constexpr int kRvvKernelRank = 15;     // riscv64 boards with RVV 1.0 (kernels/rvv)
 
 struct KernelDef {
   const char* op;    // the operator name (= schema->name)

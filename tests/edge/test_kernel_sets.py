@@ -16,7 +16,7 @@ def test_the_x86_64_sets_and_their_flags():
     sets = {ks.name: ks for ks in kernel_sets(RUNTIME)}
     assert {"x86", "avx2", "avx512"} <= set(sets)
     assert "portable" not in sets and "common" not in sets  # the baseline files carry no set file
-    assert sets["avx512"].flags[-1] == "-DDTORCH_KERNEL_ISA=isa_avx512"
+    assert sets["avx512"].flags[-2:] == ("-DDTORCH_KERNEL_ISA=isa_avx512", "-DDTORCH_KERNEL_RANK=20")
     assert "-mavx512f" in sets["avx512"].flags and "-mfma" in sets["avx2"].flags
     assert all(ks.sources() for ks in sets.values())
     assert {ks.name for ks in kernel_sets(RUNTIME, "aarch64")} == {"neon64", "neon64dot"}  # never the x86-64 sets
@@ -29,7 +29,7 @@ def test_the_x86_64_sets_and_their_flags():
 def test_a_board_takes_the_sets_its_isa_list_calls_for():
     sets = {ks.name: ks for ks in kernel_sets(RUNTIME)}
     neon = sets["neon64"]
-    assert neon.requires == ("neon",) and neon.flags == ("-DDTORCH_KERNEL_ISA=isa_neon64",)
+    assert neon.requires == ("neon",) and neon.flags == ("-DDTORCH_KERNEL_ISA=isa_neon64", "-DDTORCH_KERNEL_RANK=15")
     assert neon.for_board("aarch64", ["armv8.2-a", "neon", "dotprod"])
     assert not neon.for_board("aarch64", ["armv8-a"])            # an aarch64 board file without neon
     assert not neon.for_board("armv7", ["armv7-a", "neon"])       # the right feature, another architecture
@@ -44,7 +44,7 @@ def test_a_board_takes_the_sets_its_isa_list_calls_for():
     assert dot.flags == ("-DDTORCH_KERNEL_ISA=isa_neon64dot", "-DDTORCH_KERNEL_RANK=25")
     assert dot.for_board("aarch64", ["armv8.2-a", "neon", "fp16", "dotprod"])
     assert not dot.for_board("aarch64", ["armv8-a", "neon"])  # Cortex-A72 (rpi4): no dot product
-    assert sets["neon64"].rank is None  # sets whose header names its rank
+    assert sets["neon64"].rank == 15 and sets["x86"].rank == 10 and sets["vnni"].rank == 25
     # host-only sets (no `requires`: they check the CPU when they register) never go to a board
     assert not any(sets[n].for_board("x86_64", ["avx2", "fma", "avx512f"]) for n in ("x86", "avx2", "avx512", "vnni"))
 
@@ -60,7 +60,7 @@ def _write(tmp_path: Path, folder: str, text: str) -> Path:
     ("neon", "{not json", "cannot read"),
     ("neon", json.dumps({"name": "sve", "arch": ["aarch64"], "flags": []}), "must be the folder's name 'neon'"),
     ("neon", json.dumps({"name": "neon", "arch": [], "flags": []}), "'arch' must be a non-empty list"),
-    ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": ["O2"]}), "'flags' must be a list of compiler"),
+    ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": ["O2"], "rank": 1}), "'flags' must be a list of compiler"),
     ("Neon", json.dumps({"name": "Neon", "arch": ["aarch64"], "flags": []}), "must be the folder's name"),
     ("neon", json.dumps(["neon"]), "must be the folder's name"),
     ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": [], "requires": "neon"}),
@@ -69,6 +69,7 @@ def _write(tmp_path: Path, folder: str, text: str) -> Path:
      "'requires' must be a list of board ISA features"),
     ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": [], "compilers": ["icc"]}),
      "'compilers' must be a list of compiler kinds"),
+    ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": []}), "'rank' must be an integer"),
     ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": [], "rank": 0}), "'rank' must be an integer"),
     ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": [], "rank": "25"}), "'rank' must be an integer"),
     ("neon", json.dumps({"name": "neon", "arch": ["aarch64"], "flags": [], "rank": True}), "'rank' must be an integer"),

@@ -26,8 +26,8 @@
 #include "core/kernel.h"
 #include "kernels/common/isa.h"
 
-#if !defined(DTORCH_KERNEL_ISA)
-#error "kernels/avx2: the build must define DTORCH_KERNEL_ISA (kernel_set.json flags; see kernels/common/isa.h)"
+#if !defined(DTORCH_KERNEL_ISA) || !defined(DTORCH_KERNEL_RANK)
+#error "kernels/avx2: the build must define DTORCH_KERNEL_ISA and DTORCH_KERNEL_RANK (kernel_set.json flags and rank; see kernels/common/isa.h)"
 #endif
 
 namespace dtorch {
@@ -90,9 +90,9 @@ inline __m256 odd_floats(__m256 lo, __m256 hi) {
 // DTORCH_REGISTER_AVX2_KERNEL: as DTORCH_REGISTER_KERNEL, in the "avx2" set (not bit-exact), and only on CPUs with
 // AVX2 and FMA. One per file. The optional last argument is the kernel's prepare function (core/kernel.h).
 #define DTORCH_REGISTER_AVX2_KERNEL(op, dtype, infer, run, prepare)                                           \
-  DTORCH_REGISTER_ISA_KERNEL("avx2", ::dtorch::kAvx2KernelRank, false, ::dtorch::kernels::avx2_fma_supported, op, \
+  DTORCH_REGISTER_ISA_KERNEL("avx2", DTORCH_KERNEL_RANK, false, ::dtorch::kernels::avx2_fma_supported, op, \
                              dtype, infer, run, prepare)
 // The same with the kernel's LayoutFn (core/kernel.h).
 #define DTORCH_REGISTER_AVX2_LAYOUT_KERNEL(op, dtype, infer, run, prepare, layouts)                               \
-  DTORCH_REGISTER_ISA_LAYOUT_KERNEL("avx2", ::dtorch::kAvx2KernelRank, false, ::dtorch::kernels::avx2_fma_supported, \
+  DTORCH_REGISTER_ISA_LAYOUT_KERNEL("avx2", DTORCH_KERNEL_RANK, false, ::dtorch::kernels::avx2_fma_supported, \
                                      op, dtype, infer, run, prepare, layouts)

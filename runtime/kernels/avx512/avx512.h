@@ -27,8 +27,8 @@
 #include "core/kernel.h"
 #include "kernels/common/isa.h"
 
-#if !defined(DTORCH_KERNEL_ISA)
-#error "kernels/avx512: the build must define DTORCH_KERNEL_ISA (kernel_set.json flags; see kernels/common/isa.h)"
+#if !defined(DTORCH_KERNEL_ISA) || !defined(DTORCH_KERNEL_RANK)
+#error "kernels/avx512: the build must define DTORCH_KERNEL_ISA and DTORCH_KERNEL_RANK (kernel_set.json flags and rank; see kernels/common/isa.h)"
 #endif
 
 namespace dtorch {
@@ -62,9 +62,9 @@ __attribute__((target("no-sse3"), noinline)) inline bool x86_avx512_supported() 
 // CPUs that have it. One per file.
 // The optional last argument is the kernel's prepare function (core/kernel.h PrepareFn).
 #define DTORCH_REGISTER_AVX512_KERNEL(op, dtype, infer, run, prepare)                                         \
-  DTORCH_REGISTER_ISA_KERNEL("avx512", ::dtorch::kAvx512KernelRank, false, ::dtorch::kernels::x86_avx512_supported, \
+  DTORCH_REGISTER_ISA_KERNEL("avx512", DTORCH_KERNEL_RANK, false, ::dtorch::kernels::x86_avx512_supported, \
                              op, dtype, infer, run, prepare)
 // The same with the kernel's LayoutFn (core/kernel.h).
 #define DTORCH_REGISTER_AVX512_LAYOUT_KERNEL(op, dtype, infer, run, prepare, layouts)                            \
-  DTORCH_REGISTER_ISA_LAYOUT_KERNEL("avx512", ::dtorch::kAvx512KernelRank, false,                                 \
+  DTORCH_REGISTER_ISA_LAYOUT_KERNEL("avx512", DTORCH_KERNEL_RANK, false,                                 \
                                      ::dtorch::kernels::x86_avx512_supported, op, dtype, infer, run, prepare, layouts)

@@ -22,8 +22,8 @@
 #include "core/kernel.h"
 #include "kernels/common/isa.h"
 
-#if !defined(DTORCH_KERNEL_ISA)
-#error "kernels/neon32: the build must define DTORCH_KERNEL_ISA (kernel_set.json flags; see kernels/common/isa.h)"
+#if !defined(DTORCH_KERNEL_ISA) || !defined(DTORCH_KERNEL_RANK)
+#error "kernels/neon32: the build must define DTORCH_KERNEL_ISA and DTORCH_KERNEL_RANK (kernel_set.json flags and rank; see kernels/common/isa.h)"
 #endif
 
 namespace dtorch {
@@ -40,5 +40,5 @@ inline bool neon32_supported() { return true; }
 // DTORCH_REGISTER_NEON32_KERNEL: as DTORCH_REGISTER_KERNEL, in the "neon32" set (not bit-exact). One per file. The
 // last argument is the kernel's prepare function (core/kernel.h) or nullptr.
 #define DTORCH_REGISTER_NEON32_KERNEL(op, dtype, infer, run, prepare)                                              \
-  DTORCH_REGISTER_ISA_KERNEL("neon32", ::dtorch::kNeon32KernelRank, false, ::dtorch::kernels::neon32_supported, op, \
+  DTORCH_REGISTER_ISA_KERNEL("neon32", DTORCH_KERNEL_RANK, false, ::dtorch::kernels::neon32_supported, op, \
                              dtype, infer, run, prepare)

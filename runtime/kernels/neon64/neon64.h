@@ -23,8 +23,8 @@
 #include "core/kernel.h"
 #include "kernels/common/isa.h"
 
-#if !defined(DTORCH_KERNEL_ISA)
-#error "kernels/neon64: the build must define DTORCH_KERNEL_ISA (kernel_set.json flags; see kernels/common/isa.h)"
+#if !defined(DTORCH_KERNEL_ISA) || !defined(DTORCH_KERNEL_RANK)
+#error "kernels/neon64: the build must define DTORCH_KERNEL_ISA and DTORCH_KERNEL_RANK (kernel_set.json flags and rank; see kernels/common/isa.h)"
 #endif
 
 namespace dtorch {
@@ -41,5 +41,5 @@ inline bool neon64_supported() { return true; }
 // DTORCH_REGISTER_NEON64_KERNEL: as DTORCH_REGISTER_KERNEL, in the "neon64" set (not bit-exact). One per file. The
 // last argument is the kernel's prepare function (core/kernel.h) or nullptr.
 #define DTORCH_REGISTER_NEON64_KERNEL(op, dtype, infer, run, prepare)                                              \
-  DTORCH_REGISTER_ISA_KERNEL("neon64", ::dtorch::kNeon64KernelRank, false, ::dtorch::kernels::neon64_supported, op, \
+  DTORCH_REGISTER_ISA_KERNEL("neon64", DTORCH_KERNEL_RANK, false, ::dtorch::kernels::neon64_supported, op, \
                              dtype, infer, run, prepare)

@@ -26,8 +26,8 @@
 #include "core/kernel.h"
 #include "kernels/common/isa.h"
 
-#if !defined(DTORCH_KERNEL_ISA)
-#error "kernels/rvv: the build must define DTORCH_KERNEL_ISA (kernel_set.json flags; see kernels/common/isa.h)"
+#if !defined(DTORCH_KERNEL_ISA) || !defined(DTORCH_KERNEL_RANK)
+#error "kernels/rvv: the build must define DTORCH_KERNEL_ISA and DTORCH_KERNEL_RANK (kernel_set.json flags and rank; see kernels/common/isa.h)"
 #endif
 
 namespace dtorch {
@@ -44,5 +44,5 @@ inline bool rvv_supported() { return true; }
 // DTORCH_REGISTER_RVV_KERNEL: as DTORCH_REGISTER_KERNEL, in the "rvv" set (not bit-exact). One per file. The last
 // argument is the kernel's prepare function (core/kernel.h) or nullptr.
 #define DTORCH_REGISTER_RVV_KERNEL(op, dtype, infer, run, prepare)                                                 \
-  DTORCH_REGISTER_ISA_KERNEL("rvv", ::dtorch::kRvvKernelRank, false, ::dtorch::kernels::rvv_supported, op, dtype, \
+  DTORCH_REGISTER_ISA_KERNEL("rvv", DTORCH_KERNEL_RANK, false, ::dtorch::kernels::rvv_supported, op, dtype, \
                              infer, run, prepare)

@@ -18,8 +18,8 @@
 #include "kernels/common/isa.h"
 #include "kernels/common/requant.h"
 
-#if !defined(DTORCH_KERNEL_ISA)
-#error "kernels/vnni: the build must define DTORCH_KERNEL_ISA (kernel_set.json flags; see kernels/common/isa.h)"
+#if !defined(DTORCH_KERNEL_ISA) || !defined(DTORCH_KERNEL_RANK)
+#error "kernels/vnni: the build must define DTORCH_KERNEL_ISA and DTORCH_KERNEL_RANK (kernel_set.json flags and rank; see kernels/common/isa.h)"
 #endif
 
 namespace dtorch {
@@ -65,5 +65,5 @@ __attribute__((always_inline)) inline __m128i requantize16(__m512i acc, const re
 // DTORCH_REGISTER_VNNI_KERNEL: as DTORCH_REGISTER_KERNEL, in the "vnni" set (bit-exact), and only on CPUs that
 // have it. One per file. The last argument is the kernel's prepare function (core/kernel.h PrepareFn).
 #define DTORCH_REGISTER_VNNI_KERNEL(op, dtype, infer, run, prepare)                                              \
-  DTORCH_REGISTER_ISA_KERNEL("vnni", ::dtorch::kVnniKernelRank, true, ::dtorch::kernels::x86_vnni_supported, op, \
+  DTORCH_REGISTER_ISA_KERNEL("vnni", DTORCH_KERNEL_RANK, true, ::dtorch::kernels::x86_vnni_supported, op, \
                              dtype, infer, run, prepare)

@@ -3,7 +3,7 @@
 // The files of kernels/x86/ are compiled only for x86-64 targets, with -mavx2 -mfma on top of the runtime's
 // flags (still -ffp-contract=off: the compiler never fuses a multiply and an add on its own). Everything else
 // in the binary keeps the baseline ISA, so the same binary runs on any x86-64 CPU: each x86 kernel registers
-// itself (at priority kX86KernelRank, above portable) only when the CPU supports AVX2 and FMA, from a
+// itself (at the rank of its kernel_set.json, DTORCH_KERNEL_RANK, above portable) only when the CPU supports AVX2 and FMA, from a
 // function compiled for the baseline x86-64 ISA (SSE2: nothing newer runs before the check).
 //
 // Inline functions from the shared headers (kernels/common/) are also emitted by these AVX2 translation units; they
@@ -21,8 +21,8 @@
 #include "kernels/common/portable_kernel.h"
 #include "kernels/common/util.h"
 
-#if !defined(DTORCH_KERNEL_ISA)
-#error "kernels/x86: the build must define DTORCH_KERNEL_ISA (kernel_set.json flags; see kernels/common/isa.h)"
+#if !defined(DTORCH_KERNEL_ISA) || !defined(DTORCH_KERNEL_RANK)
+#error "kernels/x86: the build must define DTORCH_KERNEL_ISA and DTORCH_KERNEL_RANK (kernel_set.json flags and rank; see kernels/common/isa.h)"
 #endif
 
 namespace dtorch {
@@ -57,13 +57,13 @@ inline __m256i lane_mask(int n) {  // lanes [0, n) set (n may be <= 0 or >= 8)
 // DTORCH_REGISTER_X86_KERNEL: as DTORCH_REGISTER_KERNEL, in the "x86" set, and only on AVX2+FMA CPUs.
 // One per file (the registration function has a fixed name inside the file).
 #define DTORCH_REGISTER_X86_KERNEL(op, dtype, infer, run)                                                     \
-  DTORCH_REGISTER_ISA_KERNEL("x86", ::dtorch::kX86KernelRank, true, ::dtorch::kernels::x86_avx2_fma_supported, op, \
+  DTORCH_REGISTER_ISA_KERNEL("x86", DTORCH_KERNEL_RANK, true, ::dtorch::kernels::x86_avx2_fma_supported, op, \
                              dtype, infer, run, nullptr)
 // The same with the kernel's prepare function (core/kernel.h PrepareFn: e.g. weights packed once at load).
 #define DTORCH_REGISTER_X86_PREPARED_KERNEL(op, dtype, infer, run, prepare)                                      \
-  DTORCH_REGISTER_ISA_KERNEL("x86", ::dtorch::kX86KernelRank, true, ::dtorch::kernels::x86_avx2_fma_supported, op, \
+  DTORCH_REGISTER_ISA_KERNEL("x86", DTORCH_KERNEL_RANK, true, ::dtorch::kernels::x86_avx2_fma_supported, op, \
                              dtype, infer, run, prepare)
 // The same with the kernel's LayoutFn (core/kernel.h).
 #define DTORCH_REGISTER_X86_LAYOUT_KERNEL(op, dtype, infer, run, layouts)                                      \
-  DTORCH_REGISTER_ISA_LAYOUT_KERNEL("x86", ::dtorch::kX86KernelRank, true, ::dtorch::kernels::x86_avx2_fma_supported, \
+  DTORCH_REGISTER_ISA_LAYOUT_KERNEL("x86", DTORCH_KERNEL_RANK, true, ::dtorch::kernels::x86_avx2_fma_supported, \
                                      op, dtype, infer, run, nullptr, layouts)
