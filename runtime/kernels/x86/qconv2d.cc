@@ -188,9 +188,13 @@ inline __m256i load_d16(const int8_t* x, __m256i zp) {
 
 // One padded row of the copy (sw phases of wq elements) from input rows x0 and x1 (x1: the pair's second channel,
 // null for none; T = int32_t) or x0 alone (T = int16_t); x0 null: a padding row. Column strides 1 and 2 (every
-// network's) run 16 or 32 input columns a step; others element by element.
+// network's) run 16 input columns a step; others element by element. `overrun` (depthwise planes, whose unit writes
+// its rows in order and has kSlack elements after its last): the row's last columns may be one more full step that
+// reads up to 15 bytes past the row (never past x_end, the input's end) and stores up to 15 elements past the row's
+// end; the padding is written after it and the next row over it.
 template <typename T>
-void copy_row(const Plan& p, const int8_t* x0, const int8_t* x1, T* dst) {
+void copy_row(const Plan& p, const int8_t* x0, const int8_t* x1, T* dst, bool overrun = false,
+              const int8_t* x_end = nullptr) {
   constexpr bool kPairs = sizeof(T) == 4;
   // Locals: the stores below could alias the plan as far as the compiler knows.
   const int64_t W = p.g.w, pl = p.g.pl, sw = p.g.sw, wq = p.wq;
@@ -215,8 +219,9 @@ void copy_row(const Plan& p, const int8_t* x0, const int8_t* x1, T* dst) {
   };
   const __m256i vzp = _mm256_set1_epi16(static_cast<int16_t>(zp));
   int64_t w = 0;
+  // Whether one full step may end the row at column c (see `overrun`).
+  auto may_overrun = [&](int64_t c) { return overrun && x0 + c + 16 <= x_end; };
   if (sw == 1) {
-    pad(0, pl, pl + W);
     T* body = dst + pl;
     auto step16 = [&](int64_t c) {  // columns c .. c + 15
       const __m256i d0 = load_d16(x0 + c, vzp);
@@ -230,20 +235,20 @@ void copy_row(const Plan& p, const int8_t* x0, const int8_t* x1, T* dst) {
       }
     };
     for (; w + 16 <= W; w += 16) step16(w);
-    if (w < W && W >= 16) {  // the last 16 columns, some again (the same values)
+    if (w < W && may_overrun(w)) {
+      step16(w);
+      w = W;
+    } else if (w < W && W >= 16) {  // the last 16 columns, some again (the same values)
       step16(W - 16);
       w = W;
     }
     for (; w < W; ++w) body[w] = value(w);
+    pad(0, pl, pl + W);
     return;
   }
   if (sw == 2) {  // padded column c = w + pl goes to phase c & 1, place c >> 1
-    pad(0, (pl + 1) >> 1, (pl + W + 1) >> 1);
-    pad(1, pl >> 1, (pl + W) >> 1);
-    if ((pl & 1) != 0 && W > 0) {  // then w + pl is even: w, w + 2, ... go to phase 0, the rest to 1
-      dst[wq + (pl >> 1)] = value(0);
-      w = 1;
-    }
+    const int64_t w0 = (pl & 1) != 0 && W > 0 ? 1 : 0;  // w + pl even: w, w + 2, ... go to phase 0, the rest to 1
+    w = w0;
     // Columns c .. c + 15 (c + pl even): the even ones to phase 0, the odd ones to phase 1.
     auto step16 = [&](int64_t c) {
       const int64_t u = (c + pl) >> 1;
@@ -266,7 +271,10 @@ void copy_row(const Plan& p, const int8_t* x0, const int8_t* x1, T* dst) {
       }
     };
     for (; w + 16 <= W; w += 16) step16(w);
-    if (w < W - 1 && W >= 17) {  // 16 columns again ending at or one before the last (c + pl even)
+    if (w == w0 && w < W && may_overrun(w)) {  // the whole row in one step: its phase-0 store may run into the
+      step16(w);                               // start of phase 1 (padding and the odd column 0, written below)
+      w = W;
+    } else if (w < W - 1 && W >= 17) {  // 16 columns again ending at or one before the last (c + pl even)
       const int64_t c = W - 16 - ((W - 16 + pl) & 1);
       step16(c);
       w = c + 16;
@@ -275,6 +283,9 @@ void copy_row(const Plan& p, const int8_t* x0, const int8_t* x1, T* dst) {
       const int64_t c = w + pl;
       dst[(c & 1) * wq + (c >> 1)] = value(w);
     }
+    if (w0 == 1) dst[wq + (pl >> 1)] = value(0);
+    pad(0, (pl + 1) >> 1, (pl + W + 1) >> 1);
+    pad(1, pl >> 1, (pl + W) >> 1);
     return;
   }
   for (int64_t ph = 0; ph < sw; ++ph)
@@ -464,7 +475,8 @@ struct DwArgs {
   bool clamp;
   int8_t* y;                 // the block's first output
   int64_t n;                 // outputs of the block (<= 16 * G)
-};
+  const int8_t* y_end;       // the end of the channel's output plane: a group's 16 bytes may all be stored up to it
+};                           // (past the row come the next rows', which this unit writes later)
 
 // G groups of 16 consecutive positions of one output row: per tap pair, the two taps' inputs of 16 positions
 // interleaved (vpunpcklwd / vpunpckhwd: positions 0-3 | 8-11 and 4-7 | 12-15) meet the pair's weights.
@@ -489,7 +501,10 @@ void dw_block(const DwArgs& t) {
   for (int gi = 0; gi < G; ++gi) {
     const __m128i out = pack16_interleaved(kernels::x86::requantize8(acc[gi][0], *t.rq, t.lo, t.hi, t.clamp),
                                            kernels::x86::requantize8(acc[gi][1], *t.rq, t.lo, t.hi, t.clamp));
-    kernels::x86::store_bytes(t.y + 16 * gi, out, t.n - 16 * gi);
+    if (t.y + 16 * gi + 16 <= t.y_end)
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(t.y + 16 * gi), out);
+    else
+      kernels::x86::store_bytes(t.y + 16 * gi, out, t.n - 16 * gi);
   }
 }
 
@@ -505,13 +520,15 @@ void depthwise(const KernelContext& ctx, const Plan& p, const int8_t* x, const i
   for (int64_t i = 0; i < g.kh; ++i)
     for (int64_t j = 0; j < g.kw; ++j) off[i * g.kw + j] = tap_offset(p, i, j);
   const __m256i lo = _mm256_set1_epi32(p.io.lo), hi = _mm256_set1_epi32(p.io.hi);
+  const int8_t* x_end = x + g.n * g.c * g.h * g.w;
   for (int64_t img = 0; img < g.n; ++img) kernels::parallel_chunks(ctx.pool, g.o, 1, [&](int64_t u0, int64_t u1) {
     for (int64_t o = u0; o < u1; ++o) {
       int16_t* plane = xs + o * (p.plane + kSlack);
       const int8_t* xc = x + (img * g.c + o) * g.h * g.w;
       for (int64_t r = 0; r < p.hp; ++r) {
         const int64_t h = r - g.pt;
-        copy_row<int16_t>(p, h >= 0 && h < g.h ? xc + h * g.w : nullptr, nullptr, plane + r * g.sw * p.wq);
+        copy_row<int16_t>(p, h >= 0 && h < g.h ? xc + h * g.w : nullptr, nullptr, plane + r * g.sw * p.wq, true,
+                          x_end);
       }
       std::memset(plane + p.plane, 0, kSlack * sizeof(int16_t));
       const kernels::x86::Requant8 q = kernels::x86::requant8_of(rq.channels[o]);
@@ -526,6 +543,7 @@ void depthwise(const KernelContext& ctx, const Plan& p, const int8_t* x, const i
       t.hi = hi;
       t.clamp = rq.clamp;
       int8_t* yo = y + (img * g.o + o) * g.oh * g.ow;
+      t.y_end = yo + g.oh * g.ow;
       for (int64_t oh = 0; oh < g.oh; ++oh) {
         const int16_t* xr = plane + oh * g.sh * g.sw * p.wq;
         for (int64_t c0 = 0; c0 < g.ow; c0 += 16 * kDwG) {
