@@ -89,7 +89,7 @@ class BuildPlan:
     profile: str = ""          # "speed" (-O2) or "size" (-Os): the board's, or the one asked for
     link_scripts: tuple[str, ...] = ()  # linker scripts the link reads, relative to the root
     agent_sources: tuple[Source, ...] = ()  # dtorch-agent's (empty for a board without one: not a Linux board)
-    kernel_sets: tuple[str, ...] = ()       # the ISA kernel sets built in (beside portable)
+    kernel_sets: tuple[str, ...] = ()       # the ISA kernel sets built in (beside portable): those with a kernel of the op list
     kernel_set_notes: tuple[str, ...] = ()  # why a set the board's ISA calls for is not (e.g. its compiler)
     kernels: str = "fast"                   # "exact": only sets that keep the portable bits (boards: portable)
 
@@ -247,11 +247,14 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
             if not ks.exact:
                 notes.append(f"kernel set {ks.name} left out (kernels=exact): this build keeps the portable bits")
         chosen = [ks for ks in chosen if ks.exact]
+    built = []  # the chosen sets with a kernel for the op list: what the build carries
     for ks in chosen:
         cat = kernel_catalog(runtime, ks.name)
         isa = [Source(p, p.relative_to(runtime).as_posix(), ks.flags) for p in cat.select(op_list)]
         sources += isa
         agent += isa
+        if isa:
+            built.append(ks)
 
     h = hashlib.sha256()
     version = _runtime_version(runtime)
@@ -270,5 +273,5 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
     return BuildPlan(board=b, toolchain=tc, found=found, flags=flags, ops=op_list, root=base,
                      sources=tuple(sources), runtime_hash=h.hexdigest(), opset_hash=op_list.sha256(), runtime_version=version,
                      profile=profile or b.profile, link_scripts=scripts, agent_sources=tuple(agent),
-                     kernel_sets=tuple(ks.name for ks in chosen), kernel_set_notes=tuple(notes),
+                     kernel_sets=tuple(ks.name for ks in built), kernel_set_notes=tuple(notes),
                      kernels=kernels)

@@ -172,8 +172,8 @@ def test_a_set_its_compiler_cannot_build_is_left_out_and_said():
 def test_kernels_exact_plans_keep_only_sets_with_the_portable_bits():
     conv = OpList.from_entries(["conv2d:float32"])
     plan = make_plan("rk3588", ops=conv, kernels="exact")
-    # neon64 goes; neon64dot (int8, the portable bits) stays, with no file for a float conv2d
-    assert plan.kernel_sets == ("neon64dot",) and _sets_of(plan) == {"portable"}
+    # neon64 goes; neon64dot (int8, the portable bits) would stay but has no kernel for a float conv2d
+    assert plan.kernel_sets == () and _sets_of(plan) == {"portable"}
     assert plan.variant.endswith("-exact") and plan.variant != make_plan("rk3588", ops=conv).variant
     (note,) = plan.kernel_set_notes
     assert "kernel set neon64 left out (kernels=exact)" in note
@@ -181,8 +181,10 @@ def test_kernels_exact_plans_keep_only_sets_with_the_portable_bits():
     for board in ("rv1126", "k230"):
         assert make_plan(board, ops=conv, kernels="exact").kernel_sets == ()
     host = make_plan("host", ops=conv, kernels="exact")
-    if host.board.arch == "x86_64":  # the bit-exact sets stay (x86; vnni: int8), the FMA sets go
-        assert set(host.kernel_sets) == {"x86", "vnni"}
+    if host.board.arch == "x86_64":  # the bit-exact sets stay (x86; vnni: int8 only), the FMA sets go
+        assert set(host.kernel_sets) == {"x86"}
+        int8 = OpList.from_entries(["qconv2d:int8", "conv2d:float32"])
+        assert set(make_plan("host", ops=int8, kernels="exact").kernel_sets) == {"x86", "vnni"}
     with pytest.raises(PlanError, match="kernels must be 'fast' .* or 'exact'"):
         make_plan("rk3588", ops=conv, kernels="turbo")
 
