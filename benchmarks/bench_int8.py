@@ -99,6 +99,16 @@ def time_engines(paths: dict[str, Path], npy: Path, threads: int, iters: int, ro
     return res
 
 
+def models_of(name: str, tmp: Path) -> tuple[Path, Path, Path, Path, Path, list]:
+    """`name`'s float models (.onnx, .dtm), its input .npy, and both int8 models from the same 8 random-normal
+    calibration batches: (onnx, dtm, npy, int8 dtm, int8 QDQ onnx, dtorch's float-kept layers)."""
+    onnx_path, dtm_path, npy, _info = export_and_import(name, tmp)
+    rng = np.random.default_rng(1)
+    calib = [rng.standard_normal((1, 3, 224, 224), dtype=np.float32) for _ in range(8)]
+    q_dtm, q_onnx, float_layers = quantize_both(onnx_path, dtm_path, calib, tmp)
+    return onnx_path, dtm_path, npy, q_dtm, q_onnx, float_layers
+
+
 def rel(a: np.ndarray, b: np.ndarray) -> float:
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     return float(np.sqrt(np.mean((a64 - b64) ** 2)) / max(1e-30, np.sqrt(np.mean(b64**2))))
@@ -118,10 +128,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         for name in args.models.split(","):
-            onnx_path, dtm_path, npy, _info = export_and_import(name, tmp)
-            rng = np.random.default_rng(1)
-            calib = [rng.standard_normal((1, 3, 224, 224), dtype=np.float32) for _ in range(8)]
-            q_dtm, q_onnx, float_layers = quantize_both(onnx_path, dtm_path, calib, tmp)
+            onnx_path, dtm_path, npy, q_dtm, q_onnx, float_layers = models_of(name, tmp)
             paths = {"dtorch": dtm_path, "dtorch_int8": q_dtm}
             if not avx2:
                 paths |= {"onnxruntime": onnx_path, "onnxruntime_int8": q_onnx}

@@ -26,8 +26,7 @@ import numpy as np
 HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE))
 import bench_emulated  # noqa: E402
-from bench_int8 import MODELS, quantize_both, rel  # noqa: E402
-from bench_onnx import export_and_import  # noqa: E402
+from bench_int8 import MODELS, models_of, rel  # noqa: E402
 from results import write_section  # noqa: E402
 
 BOARD = "rk3588"
@@ -47,10 +46,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as d:
         tmp = Path(d)
         for name in args.models.split(","):
-            onnx_path, dtm_path, npy, _info = export_and_import(name, tmp)
-            rng = np.random.default_rng(1)
-            calib = [rng.standard_normal((1, 3, 224, 224), dtype=np.float32) for _ in range(8)]
-            q_dtm, q_onnx, _float_layers = quantize_both(onnx_path, dtm_path, calib, tmp)
+            onnx_path, dtm_path, npy, q_dtm, q_onnx, _float_layers = models_of(name, tmp)
             counts, parity = {}, {}
             for tag, model in (("float", dtm_path), ("int8", q_dtm)):
                 rep = emulate(BOARD, model=model, runner="local", runs=1, bench_runs=1, data=[npy],
