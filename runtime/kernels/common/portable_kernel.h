@@ -11,19 +11,20 @@ namespace dtorch {
 namespace kernels {
 inline namespace DTORCH_ISA {
 
-// The portable float32 kernel of the op named Op, to which an ISA set's kernel leaves its checks and the cases it
-// does not cover (looked up once; null if the build lacks it). Op is the file's `constexpr char kOp[]`.
-template <const char* Op>
+// The portable kernel of the op named Op for first-input dtype D (float32 unless named: the int8 sets pass kInt8), to
+// which an ISA set's kernel leaves its checks and the cases it does not cover (looked up once; null if the build
+// lacks it). Op is the file's `constexpr char kOp[]`.
+template <const char* Op, DType D = DType::kFloat32>
 const KernelDef* portable_kernel() {
-  static const KernelDef* k = find_kernel_in_set(Op, DType::kFloat32, "portable");
+  static const KernelDef* k = find_kernel_in_set(Op, D, "portable");
   return k;
 }
 
 // An infer that is the portable kernel's: the same checks, errors, output shapes and scratch.
-template <const char* Op>
+template <const char* Op, DType D = DType::kFloat32>
 Status portable_infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out,
                       size_t* scratch_bytes) {
-  const KernelDef* p = portable_kernel<Op>();
+  const KernelDef* p = portable_kernel<Op, D>();
   if (p == nullptr) return op_error(StatusCode::kInternal, Op, "the portable kernel is not registered");
   return p->infer(attrs, in, n_in, out, n_out, scratch_bytes);
 }

@@ -15,7 +15,7 @@ namespace kernels {
 inline namespace DTORCH_ISA {
 namespace qadd {
 
-constexpr const char* kOp = "qadd";
+constexpr char kOp[] = "qadd";
 constexpr int kLeftShift = 20;
 
 struct Params {

@@ -3,6 +3,7 @@
 // 16 values per step.
 #include <cstdint>
 
+#include "kernels/common/portable_kernel.h"
 #include "kernels/common/quant_params.h"
 #include "kernels/common/requant.h"
 #include "kernels/common/util.h"
@@ -13,14 +14,7 @@ namespace {
 
 constexpr char kOp[] = "dequantize";
 
-const KernelDef* portable() {  // the int8 portable kernel (kernels/common/portable_kernel.h finds float32 ones)
-  static const KernelDef* k = find_kernel_in_set(kOp, DType::kInt8, "portable");
-  return k;
-}
-
-Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
-  return kernels::quant_unary_infer(DTORCH_OP_SCHEMA(dequantize), attrs, in, n_in, out, n_out, scratch_bytes);
-}
+const KernelDef* portable() { return kernels::portable_kernel<kOp, DType::kInt8>(); }
 
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
   kernels::QuantParams q{};
@@ -50,5 +44,5 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_NEON64DOT_KERNEL(dequantize, DType::kInt8, infer, run, nullptr);
+DTORCH_REGISTER_NEON64DOT_KERNEL(dequantize, DType::kInt8, (kernels::portable_infer<kOp, DType::kInt8>), run, nullptr);
 }  // namespace dtorch

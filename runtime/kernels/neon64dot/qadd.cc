@@ -5,6 +5,7 @@
 // portable kernel.
 #include <cstdint>
 
+#include "kernels/common/portable_kernel.h"
 #include "kernels/common/qadd_params.h"
 #include "kernels/common/util.h"
 #include "kernels/neon64dot/neon64dot.h"
@@ -15,10 +16,7 @@ namespace {
 using kernels::op_error;
 namespace qa = kernels::qadd;
 
-const KernelDef* portable() {
-  static const KernelDef* k = find_kernel_in_set(qa::kOp, DType::kInt8, "portable");
-  return k;
-}
+const KernelDef* portable() { return kernels::portable_kernel<qa::kOp, DType::kInt8>(); }
 
 Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
   *scratch_bytes = 0;

@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/common/portable_kernel.h"
 #include "kernels/common/conv_geometry.h"
 #include "kernels/common/qconv_prepare.h"
 #include "kernels/common/quant_params.h"
@@ -33,10 +34,7 @@ constexpr char kOp[] = "qconv2d";
 constexpr int kNV = 3;      // 4-position vectors per tile
 constexpr int64_t kNR = 8;  // output channels per panel (two weight vectors)
 
-const KernelDef* portable() {
-  static const KernelDef* k = find_kernel_in_set(kOp, DType::kInt8, "portable");
-  return k;
-}
+const KernelDef* portable() { return kernels::portable_kernel<kOp, DType::kInt8>(); }
 
 struct Plan {
   kernels::ConvGeometry g;

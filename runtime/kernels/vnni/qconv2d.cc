@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/common/portable_kernel.h"
 #include "kernels/common/conv_geometry.h"
 #include "kernels/common/qconv_prepare.h"
 #include "kernels/common/quant_params.h"
@@ -31,10 +32,7 @@ constexpr char kOp[] = "qconv2d";
 constexpr int kCR = 12;      // positions per tile
 constexpr int64_t kNR = 32;  // output channels per panel (two vectors)
 
-const KernelDef* portable() {
-  static const KernelDef* k = find_kernel_in_set(kOp, DType::kInt8, "portable");
-  return k;
-}
+const KernelDef* portable() { return kernels::portable_kernel<kOp, DType::kInt8>(); }
 
 struct Plan {
   kernels::ConvGeometry g;

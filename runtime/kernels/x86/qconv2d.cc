@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/common/portable_kernel.h"
 #include "kernels/common/conv_geometry.h"
 #include "kernels/common/quant_params.h"
 #include "kernels/common/util.h"
@@ -37,10 +38,7 @@ constexpr int kNC = 6;  // output channels per dense tile
 constexpr int kP = 2;   // slots of 8 positions per dense tile
 constexpr int64_t kSlack = 16;  // elements of the copy past its end (see plan_of)
 
-const KernelDef* portable() {
-  static const KernelDef* k = find_kernel_in_set(kOp, DType::kInt8, "portable");
-  return k;
-}
+const KernelDef* portable() { return kernels::portable_kernel<kOp, DType::kInt8>(); }
 
 int64_t align64(int64_t n) { return kernels::ceil_div(n, 64) * 64; }
 

@@ -12,6 +12,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "kernels/common/portable_kernel.h"
 #include "kernels/common/quant_params.h"
 #include "kernels/common/util.h"
 #include "kernels/x86/int8.h"
@@ -26,10 +27,7 @@ constexpr char kOp[] = "qlinear";
 constexpr int kR = 4;            // rows per tile
 constexpr int64_t kPanel = 16;   // features per panel
 
-const KernelDef* portable() {
-  static const KernelDef* k = find_kernel_in_set(kOp, DType::kInt8, "portable");
-  return k;
-}
+const KernelDef* portable() { return kernels::portable_kernel<kOp, DType::kInt8>(); }
 
 int64_t align64(int64_t n) { return kernels::ceil_div(n, 64) * 64; }
 
