@@ -48,6 +48,17 @@ inline Status check(const Attrs& attrs, const TensorView* in, int n_in, int n_ou
   return Status::Ok();
 }
 
+// A kernel's run: check's checks and multipliers, and out[0] the int8 tensor of the shape check gives.
+inline Status check_run(const Attrs& attrs, const TensorView* in, int n_in, const TensorView* out, int n_out,
+                        Params* p) {
+  Shape want;
+  DTORCH_RETURN_IF_ERROR(check(attrs, in, n_in, n_out, &want, p));
+  if (out[0].shape != want || out[0].dtype != DType::kInt8)
+    return op_error(StatusCode::kInternal, kOp, "output %s is not the int8 %s infer gave",
+                    ::dtorch::shape_str(out[0].shape).c_str(), ::dtorch::shape_str(want).c_str());
+  return Status::Ok();
+}
+
 }  // namespace qadd
 }  // inline namespace DTORCH_ISA
 }  // namespace kernels

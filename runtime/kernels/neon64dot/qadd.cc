@@ -40,11 +40,8 @@ __attribute__((always_inline)) inline void scaled16(int8x16_t q, const Input& in
 
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
   qa::Params p{};
-  Shape want;
-  DTORCH_RETURN_IF_ERROR(qa::check(*ctx.attrs, in, n_in, n_out, &want, &p));
-  if (out[0].shape != want || out[0].dtype != DType::kInt8)
-    return op_error(StatusCode::kInternal, qa::kOp, "output %s is not the int8 %s infer gave",
-                    ::dtorch::shape_str(out[0].shape).c_str(), ::dtorch::shape_str(want).c_str());
+  DTORCH_RETURN_IF_ERROR(qa::check_run(*ctx.attrs, in, n_in, out, n_out, &p));
+  const Shape& want = out[0].shape;
   if (in[0].shape != want || in[1].shape != want) {
     if (portable() == nullptr) return op_error(StatusCode::kInternal, qa::kOp, "the portable kernel is not registered");
     return portable()->run(ctx, in, n_in, out, n_out);

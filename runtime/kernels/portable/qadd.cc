@@ -14,12 +14,12 @@
 namespace dtorch {
 namespace {
 
-using kernels::op_error;
 namespace rq = kernels::requant;
 using kernels::qadd::kLeftShift;
 using kernels::qadd::kOp;
 using kernels::qadd::Params;
 using kernels::qadd::check;
+using kernels::qadd::check_run;
 
 Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
   *scratch_bytes = 0;
@@ -29,11 +29,8 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
 
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
   Params p{};
-  Shape want;
-  DTORCH_RETURN_IF_ERROR(check(*ctx.attrs, in, n_in, n_out, &want, &p));
-  if (out[0].shape != want || out[0].dtype != DType::kInt8)
-    return op_error(StatusCode::kInternal, kOp, "output %s is not the int8 %s infer gave",
-                    ::dtorch::shape_str(out[0].shape).c_str(), ::dtorch::shape_str(want).c_str());
+  DTORCH_RETURN_IF_ERROR(check_run(*ctx.attrs, in, n_in, out, n_out, &p));
+  const Shape& want = out[0].shape;
   const int8_t* a = in[0].as<const int8_t>();
   const int8_t* b = in[1].as<const int8_t>();
   const Shape* shapes[2] = {&in[0].shape, &in[1].shape};

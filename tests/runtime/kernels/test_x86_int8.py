@@ -1,11 +1,14 @@
-"""The x86 set's int8 kernels (kernels/x86/qconv2d.cc, qlinear.cc: AVX2 vpmaddwd) bit for bit against the portable
-kernels, run by name (`run_kernel(..., kernel_set="x86")`: on an AVX-512 VNNI CPU the vnni set outranks x86 for
+"""The x86 set's int8 kernels (kernels/x86/qconv2d.cc, qlinear.cc: AVX2 vpmaddwd; qadd.cc) bit for bit against the
+portable kernels, run by name (`run_kernel(..., kernel_set="x86")`: on an AVX-512 VNNI CPU the vnni set outranks x86 for
 qconv2d, so the fast policy alone would not reach them). Shapes that exercise every path: dense, grouped and
 depthwise convolutions, column strides 1, 2 (the phase-split copy) and 3, dilation, asymmetric padding, 1x1 (the
 merged rows), odd channel counts (a pair with a zero), output rows that end inside a vector, large K, batch > 1;
 every int8 weight (-128 included) and the extreme zero points; the requantization at its edges (multipliers above 1,
 below 2^-32, zero scales, accumulators across the clamp thresholds and wrapping past int32); thread counts 1, 2 and 3
-and the unprepared path. Then which CPUs select the set: never one without AVX2 + FMA (dtorch-run under QEMU)."""
+and the unprepared path. qadd: sizes around its 16-value step, scale ratios (tiny, equal, ties at both roundings,
+an output multiplier above 1), the extreme zero points, every pair of int8 values, and the broadcasts it runs itself
+(scalar, per channel) or leaves to the portable kernel. Then which CPUs select the set: never one without AVX2 + FMA
+(dtorch-run under QEMU)."""
 
 from __future__ import annotations
 
@@ -211,6 +214,130 @@ def test_x86_errors_are_the_portable_kernels():
         _C.run_kernel("qlinear", _io(rng), [x.reshape(4, 36), w.reshape(8, 36)[:, :35], ws, b], kernel_set="x86")
 
 
+# --- qadd (kernels/x86/qadd.cc) -------------------------------------------------------------------------------
+
+def _qadd_attrs(scales: tuple, a_zp: int = -7, b_zp: int = 12, y_zp: int = -3, activation: str = "none") -> dict:
+    a_scale, b_scale, y_scale = (float(np.float32(v)) for v in scales)
+    return {"a_scale": a_scale, "a_zero_point": a_zp, "b_scale": b_scale, "b_zero_point": b_zp, "y_scale": y_scale,
+            "y_zero_point": y_zp, "activation": activation}
+
+
+def _i8(rng: np.random.Generator, shape) -> np.ndarray:
+    return rng.integers(-128, 128, size=shape).astype(np.int8)
+
+
+# (a_scale, b_scale, y_scale): each input's multiplier its_scale / (2 * max) and the output's 2 * max / (2^20 * y)
+QADD_SCALES = [
+    (0.031, 0.017, 0.05),   # typical
+    (0.5, 1e-4, 0.1),       # a_scale >> b_scale: b's multiplier ~1e-4
+    (1e-4, 0.5, 0.1),       # the other way round
+    (0.02, 0.02, 0.02),     # equal: both input multipliers 1/2
+    (0.05, 0.03, 1e-4),     # tiny y_scale: nearly every output saturates at the clamp
+    (0.05, 0.03, 1e-8),     # the output multiplier ~9.5: above 1 (f skips output values)
+    (1e5, 3e4, 0.05),       # ~3.8, with relu6's hi inside int8: the final clamp (not the packs' saturation)
+    (0.05, 0.03, 1000.0),   # large y_scale: the output multiplier ~5e-11, every output the zero point
+    (2.0**-25, 1.0, 1.0),   # a's multiplier 2^-26: (d << 20) * 2^-26 = d / 64, ties (+-32) at the input step
+    (1.0, 1.0, 2.0),        # output multiplier 2^-20 of (da + db) << 19: a tie for every odd da + db
+    (1e-12, 0.1, 0.1),      # a's multiplier below 2^-32: m = 0
+]
+
+
+@needs_x86
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 31, 33, 1000, 16387])
+@pytest.mark.parametrize("activation", ["none", "relu", "relu6"])
+def test_qadd_gives_the_portable_bits(n, activation):
+    """Element by element, sizes around the 16-value step (the scalar tail) and across thread chunks."""
+    rng = _rng("x86-qadd", n, activation)
+    a, b = _i8(rng, n), _i8(rng, n)
+    for i, scales in enumerate(QADD_SCALES):
+        zps = [int(v) for v in rng.integers(-128, 128, size=3)]
+        attrs = _qadd_attrs(scales, *zps, activation=activation)
+        _same_as_portable("qadd", attrs, [a, b], f"n {n}, scales {i}, zero points {zps}")
+
+
+@needs_x86
+@pytest.mark.parametrize("zps", [(-128, -128, -128), (127, 127, 127), (-128, 127, 127), (127, -128, -128),
+                                 (0, 0, 127), (127, -128, 0)])
+@pytest.mark.parametrize("activation", ["none", "relu", "relu6"])
+def test_qadd_at_the_extreme_zero_points(zps, activation):
+    """Inputs at -128 and 127 with the zero points at either end: |q - zp| = 255, the largest input step; relu with
+    y_zero_point 127 clamps every output to 127 (lo == hi)."""
+    rng = _rng("x86-qadd-zp", zps, activation)
+    shape = (2, 8, 11, 13)
+    a = np.where(rng.random(shape) < 0.5, -128, 127).astype(np.int8)
+    b = np.where(rng.random(shape) < 0.5, -128, 127).astype(np.int8)
+    for i, scales in enumerate(QADD_SCALES):
+        attrs = _qadd_attrs(scales, *zps, activation=activation)
+        _same_as_portable("qadd", attrs, [a, b], f"scales {i}, extremes")
+        _same_as_portable("qadd", attrs, [_i8(rng, shape), _i8(rng, shape)], f"scales {i}, random")
+
+
+@needs_x86
+@pytest.mark.parametrize("scales", [QADD_SCALES[i] for i in (0, 1, 4, 5, 6, 8, 9)])
+def test_qadd_every_pair_of_int8_values(scales):
+    """All 256 x 256 (a, b) pairs, for several zero points and every activation."""
+    v = np.arange(-128, 128, dtype=np.int8)
+    a, b = np.repeat(v, 256).reshape(4, 64, 256), np.tile(v, 256).reshape(4, 64, 256)
+    for zps in ((0, 0, 0), (-128, 127, -5), (33, -90, 127)):
+        for activation in ("none", "relu", "relu6"):
+            attrs = _qadd_attrs(scales, *zps, activation=activation)
+            _same_as_portable("qadd", attrs, [a, b], f"zero points {zps}, {activation}")
+
+
+QADD_BROADCAST = [
+    # a shape, b shape: the x86 paths
+    ((2, 16, 9, 7), (1,)),               # b a scalar
+    ((1,), (2, 16, 9, 7)),               # a a scalar
+    ((3, 5, 7), (1, 1, 1, 1)),           # a scalar of higher rank: the output (1, 3, 5, 7)
+    ((1,), (1, 1)),                      # one value
+    ((2, 24, 7, 7), (24, 1, 1)),         # per channel, 49 values a run (3 steps + 1)
+    ((1, 24, 7, 7), (1, 24, 1, 1)),
+    ((24, 1, 1), (2, 24, 7, 7)),         # a per channel
+    ((2, 5, 4, 4), (1, 5, 1, 1)),        # runs of exactly 16
+    ((2, 6, 3, 17), (6, 3, 1)),          # b's two dimensions one block, runs of 17
+    ((3, 40), (3, 1)),                   # rows
+    # the portable kernel's cases
+    ((4, 9), (9,)),                      # b varies along the last dimension
+    ((3, 1), (1, 40)),                   # both broadcast
+    ((2, 8, 3, 3), (8, 1, 1)),           # per channel, runs of 9 < 16
+    ((2, 5, 3, 1, 6), (5, 3, 1, 1)),     # b's dimensions merged into one block, runs of 6 < 16
+    ((2, 4, 5, 20), (1, 4, 1, 20)),      # b varies along two separate blocks of dimensions
+    ((0, 4), (4,)),                      # no values
+    ((0, 4), (0, 4)),
+]
+
+
+@needs_x86
+@pytest.mark.parametrize("case", range(len(QADD_BROADCAST)))
+@pytest.mark.parametrize("activation", ["none", "relu6"])
+def test_qadd_broadcasts_give_the_portable_bits(case, activation):
+    sa, sb = QADD_BROADCAST[case]
+    rng = _rng("x86-qadd-broadcast", case, activation)
+    a, b = _i8(rng, sa), _i8(rng, sb)
+    for i, scales in enumerate(QADD_SCALES):
+        zps = [int(v) for v in rng.integers(-128, 128, size=3)]
+        want = _same_as_portable("qadd", _qadd_attrs(scales, *zps, activation=activation), [a, b],
+                                 f"{sa} + {sb}, scales {i}")
+        assert want.shape == np.broadcast_shapes(sa, sb)
+
+
+@needs_x86
+def test_qadd_errors_are_the_portable_kernels():
+    a = np.zeros((1, 2, 3, 3), np.int8)
+    attrs = _qadd_attrs(QADD_SCALES[0])
+    bad = [(attrs, [a, np.zeros((1, 3, 3, 3), np.int8)], "cannot be broadcast"),
+           ({**attrs, "a_scale": 1e20, "y_scale": 1e-20}, [a, a], "too large for a requantization multiplier"),
+           ({**attrs, "b_scale": 0.0}, [a, a], "b_scale must be a finite number > 0"),
+           (attrs, [a, a.astype(np.float32)], "b"),
+           ({**attrs, "activation": "gelu"}, [a, a], "activation")]
+    for node_attrs, inputs, match in bad:
+        with pytest.raises(Exception, match=match) as portable:
+            _C.run_kernel("qadd", node_attrs, inputs, kernel_set="portable")
+        with pytest.raises(Exception, match=match) as x86:
+            _C.run_kernel("qadd", node_attrs, inputs, kernel_set="x86")
+        assert str(x86.value) == str(portable.value)
+
+
 # --- which CPUs take the set -----------------------------------------------------------------------------------
 
 def test_x86_int8_kernels_are_registered_exactly_where_the_cpu_has_avx2_and_fma():
@@ -218,7 +345,7 @@ def test_x86_int8_kernels_are_registered_exactly_where_the_cpu_has_avx2_and_fma(
     if not flags:
         pytest.skip("no /proc/cpuinfo")
     has = {"avx2", "fma"} <= flags
-    assert _x86_has("qconv2d") == has and _x86_has("qlinear") == has
+    assert _x86_has("qconv2d") == has and _x86_has("qlinear") == has and _x86_has("qadd") == has
 
 
 def _int8_model(rng: np.random.Generator) -> tuple[bytes, np.ndarray]:
