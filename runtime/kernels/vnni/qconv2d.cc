@@ -1,18 +1,30 @@
 // qconv2d on AVX-512 VNNI: the portable kernel's bits (kernels/portable/qconv2d.cc is the specification; integer
-// sums do not depend on their order), channel-major as the float sets' convolutions, without columns:
+// sums do not depend on their order), reading and writing NCHW without a transposition:
 //
-// - Each image and group's input is copied once, channels last and zero-padded: [H + pt + pb][W + pl + pr][C4] u8
-//   with u = x + 128 (x ^ 0x80), C4 the group's channels rounded up to 4, the border holding x_zero_point + 128 (the
-//   real value 0). 16 x 16 byte blocks are transposed in registers.
-// - A step of the K loop is one tap (i, j) and 4 channels: their 4 bytes of one output position are one broadcast
-//   int32, read in place at off[step] + r * stride from the tile's first position; the weights of 32 output channels
-//   for that step are two vectors ([steps][32][4] s8 per 32-channel panel, packed at load with each channel's weight
-//   sum). vpdpbusd adds 4 u8 x s8 products per int32 lane.
-// - Register tile: up to kCR positions of one output row x 32 output channels: 2 x kCR accumulators, each starting at
+// - Dense and grouped convolutions are a GEMM whose vector lanes are output positions. Each image and group's input
+//   is copied once as u8 (u = x + 128) in blocks of 4 channels, [C/4][sh][sw][plane][4]: the padded image split into
+//   stride phases (padded row r, column c -> phase (r % sh, c % sw), position (r / sh) * wq + c / sw), the border
+//   holding x_zero_point + 128 (the real value 0). A tap (i, j) of output position v = oh * wq + ow then reads the
+//   position v + delta(i, j) of one phase plane, so 16 consecutive "virtual" outputs read 64 contiguous bytes (4
+//   channels each), whatever the stride and padding; the virtual columns ow >= OW are computed and dropped.
+// - A step of the K loop is one tap and 4 channels. The register tile is kRO output channels x kRV vectors of 16
+//   positions: the input vectors are loaded once per step, each channel's 4 weights broadcast from the packed panel
+//   ([steps][kRO] int32), and vpdpbusd adds 4 u8 x s8 products per lane. Accumulators start at
 //   bias - (128 + x_zero_point) * sum(w) (what u - 128 - zp takes back; a padding tap adds w * 0 net).
-// - Epilogue: each channel's multiplier in its lane (64-bit products of the even and odd lanes), the portable
-//   rounding and clamp, 16 bytes a position, stored to the NCHW output.
-// Depthwise convolutions (one input and one output channel per group): `depthwise` below.
+// - Epilogue: one multiplier per vector (a vector is one channel's positions). With 32 <= s <= 54 (multipliers in
+//   [2^-24, 2^-1): a trained network's) in 5 instructions: the 64-bit products of the even and odd lanes plus
+//   2^(s-1) + zp * 2^s, their high halves (floor by 2^32), an arithmetic shift by s - 32 (floor(floor(a / 2^32) /
+//   2^(s-32)) = floor(a / 2^s)), then a saturating narrowing to int8 and the activation's clamp in bytes; otherwise
+//   requantize16 (64-bit shifts and clamps). The value before the narrowing is f + zp with |f| < 2^30: the
+//   saturation is the clamp to [-128, 127] that requant::requantize applies. The 16 bytes go to the NCHW output with
+//   masked stores, one per output row the vector touches.
+// - prepare keeps the packed weights and, where the scales and bias are constants, each channel's starting sum and
+//   multiplier (ChanRec), so a run does no per-channel setup.
+// Depthwise convolutions (one input and one output channel per group) with column stride 1 or 2, no column
+// dilation and up to 8 columns: `depthwise_dot` (vpdpbusd on each row's taps, rows of up to 8 outputs two to a
+// vector); other depthwise shapes: `depthwise` (vpmulld).
+// Measured on MobileNetV2 (benchmarks/bench_int8.py): the pointwise layers run at the vpdpbusd port's rate where K
+// >= 64; with K = 16 to 32 the epilogue (about 12 instructions a vector) weighs as much as the products.
 #include <cstdint>
 #include <cstring>
 
@@ -29,28 +41,101 @@ namespace {
 using kernels::op_error;
 namespace rq = kernels::requant;
 constexpr char kOp[] = "qconv2d";
-constexpr int kCR = 12;      // positions per tile
-constexpr int64_t kNR = 32;  // output channels per panel (two vectors)
+constexpr int kRO = 6;             // output channels per tile
+constexpr int kRV = 4;             // vectors of 16 positions per tile
+constexpr int64_t kVP = 16 * kRV;  // positions per block
+constexpr __mmask8 k8 = 0xFF;      // the all-lanes mask forms throughout: see requantize16 (vnni.h)
+constexpr __mmask16 k16 = 0xFFFF;
 
 const KernelDef* portable() { return kernels::portable_kernel<kOp, DType::kInt8>(); }
+
+// Each output channel's starting sum and requantization, made once per weight (prepare) or per run.
+struct ChanRec {
+  int32_t start;  // bias - (128 + x_zero_point) * sum(w), wrapping
+  int32_t m, shift;
+  int32_t fast;   // 32 <= shift <= 54: the 5-instruction epilogue
+  int64_t m64;    // m as a 64-bit lane
+  int64_t r64;    // 2^(s-1) + y_zero_point * 2^s (fast only)
+};
+
+ChanRec chan_rec(const kernels::QuantIO& io, const float* ws, const int32_t* bias, int64_t o, int32_t wsum) {
+  const rq::Multiplier mul = kernels::channel_multiplier(io, ws, o);
+  ChanRec r{};
+  r.start = kernels::qconv_start(bias, o, 128 + io.x_zero_point, wsum);
+  r.m = mul.m;
+  r.shift = mul.shift;
+  r.fast = mul.shift >= 32 && mul.shift <= 54;
+  r.m64 = mul.m;
+  if (r.fast)  // |zp * 2^s| <= 2^61, |acc * m| < 2^62: the sum stays inside int64
+    r.r64 = (int64_t{1} << (mul.shift - 1)) + static_cast<int64_t>(io.y_zero_point) * (int64_t{1} << mul.shift);
+  return r;
+}
+
+// A vector's 16 requantized outputs of one channel on the fast path (see the file comment): m, r and cnt are the
+// channel's m64, r64 and shift - 32.
+inline __m128i requant_fast(__m512i acc, __m512i m, __m512i r, __m128i cnt, __m128i lo8, __m128i hi8) {
+  const __m512i even = _mm512_maskz_add_epi64(k8, _mm512_maskz_mul_epi32(k8, acc, m), r);
+  const __m512i odd = _mm512_maskz_add_epi64(k8, _mm512_maskz_mul_epi32(k8, _mm512_maskz_srli_epi64(k8, acc, 32), m), r);
+  const __m512i v = _mm512_mask_mov_epi32(_mm512_maskz_srli_epi64(k8, even, 32), __mmask16{0xAAAA}, odd);
+  return _mm_min_epi8(_mm_max_epi8(_mm512_maskz_cvtsepi32_epi8(k16, _mm512_maskz_sra_epi32(k16, v, cnt)), lo8), hi8);
+}
 
 struct Plan {
   kernels::ConvGeometry g;
   kernels::QuantIO io;
-  int64_t c4;        // bytes per position in the copy: the group's channels rounded up to 4
-  int64_t steps;     // K-loop steps: kh * kw * c4 / 4
-  int64_t panels;    // 32-channel panels per group
-  int64_t hp, wp;    // padded rows and columns of the copy
-  bool direct;       // this kernel runs it (not depthwise)
+  int64_t cb;        // blocks of 4 channels per group
+  int64_t steps;     // K-loop steps: kh * kw * cb
+  int64_t panels;    // kRO-channel panels per group
+  int64_t hp, wp;    // the padded input
+  int64_t wq;        // a phase plane's row: ceil(wp / sw)
+  int64_t vpos;      // virtual outputs: oh * wq
+  int64_t blocks;    // ceil(vpos / kVP)
+  int64_t plane;     // positions per phase plane, with the slack the last block's reads reach
+  int64_t copy;      // bytes of one image and group's copy
+  bool direct;       // dense or grouped (not depthwise)
 };
 
-// Packed weights: per group and panel [steps][32][4] s8 (0 past the group's channels and past cg), then each
-// output channel's weight sum (int32).
+// Packed weights: per group and panel [steps][kRO] x 4 s8 (0 past the group's channels and past og), then each
+// output channel's weight sum (int32), then (when prepare could make them) each channel's ChanRec.
 int64_t packed_weight_bytes(const kernels::ConvGeometry& g) {
-  const int64_t c4 = kernels::ceil_div(g.cg, 4) * 4;
-  return g.groups * kernels::ceil_div(g.og, kNR) * g.kh * g.kw * c4 * kNR;
+  return g.groups * kernels::ceil_div(g.og, kRO) * g.kh * g.kw * kernels::ceil_div(g.cg, 4) * kRO * 4;
 }
 int64_t packed_bytes(const kernels::ConvGeometry& g) { return packed_weight_bytes(g) + g.o * int64_t{4}; }
+int64_t recs_offset(const kernels::ConvGeometry& g) { return kernels::ceil_div(packed_bytes(g), 64) * 64; }
+int64_t with_recs_bytes(const kernels::ConvGeometry& g) {
+  return recs_offset(g) + g.o * static_cast<int64_t>(sizeof(ChanRec));
+}
+
+// The depthwise dot path (see depthwise_dot): its shapes, and its packed weights ([O][kh][2] int32) and records.
+constexpr int64_t kDotMaxRows = 16;  // kernel rows here; taller kernels take `depthwise`
+bool dot_packs(const kernels::ConvGeometry& g) { return g.kw <= 8 && g.kh <= kDotMaxRows; }
+bool dot_takes(const kernels::ConvGeometry& g) { return g.dw == 1 && (g.sw == 1 || g.sw == 2) && dot_packs(g); }
+int64_t dot_weight_bytes(const kernels::ConvGeometry& g) { return kernels::ceil_div(g.o * g.kh * 2 * 4, 64) * 64; }
+int64_t dot_bytes(const kernels::ConvGeometry& g) {
+  return dot_weight_bytes(g) + g.o * static_cast<int64_t>(sizeof(ChanRec));
+}
+
+void dot_pack(const kernels::ConvGeometry& g, const int8_t* w, int32_t* wpk) {
+  const int64_t taps = g.kh * g.kw;
+  for (int64_t o = 0; o < g.o; ++o)
+    for (int64_t i = 0; i < g.kh; ++i)
+      for (int q = 0; q < 2; ++q) {
+        uint8_t b4[4] = {0, 0, 0, 0};
+        for (int t = 0; t < 4; ++t)
+          if (4 * q + t < g.kw) b4[t] = static_cast<uint8_t>(w[o * taps + i * g.kw + 4 * q + t]);
+        std::memcpy(&wpk[(o * g.kh + i) * 2 + q], b4, 4);
+      }
+}
+
+void dot_recs(const kernels::ConvGeometry& g, const kernels::QuantIO& io, const int8_t* w, const float* ws,
+              const int32_t* bias, ChanRec* recs) {
+  const int64_t taps = g.kh * g.kw;
+  for (int64_t o = 0; o < g.o; ++o) {
+    int32_t wsum = 0;
+    kernels::qconv_weight_sums(w + o * taps, 1, taps, &wsum);
+    recs[o] = chan_rec(io, ws, bias, o, wsum);
+  }
+}
 
 // The node's plan once the portable kernel's infer has accepted it (out: the output shape it gave). Read without
 // the validating helpers: their messages format lists with std::to_string, whose inline copies an ISA object must
@@ -59,19 +144,31 @@ Status plan_of(const Attrs& attrs, const TensorView* in, const Shape& out, Plan*
   DTORCH_RETURN_IF_ERROR(kernels::read_quant_io(kOp, attrs, &p->io));
   DTORCH_RETURN_IF_ERROR(kernels::conv_geometry(kOp, attrs, in, out, &p->g));
   const kernels::ConvGeometry& g = p->g;
-  p->c4 = kernels::ceil_div(g.cg, 4) * 4;
-  p->steps = g.kh * g.kw * p->c4 / 4;
-  p->panels = kernels::ceil_div(g.og, kNR);
+  p->direct = !(g.cg == 1 && g.og == 1);
+  p->cb = kernels::ceil_div(g.cg, 4);
+  p->steps = g.kh * g.kw * p->cb;
+  p->panels = kernels::ceil_div(g.og, kRO);
   p->hp = g.h + g.pt + g.pb;
   p->wp = g.w + g.pl + g.pr;
-  p->direct = !(g.cg == 1 && g.og == 1);
+  p->wq = kernels::ceil_div(p->wp, g.sw);
+  const int64_t hq = kernels::ceil_div(p->hp, g.sh);
+  p->vpos = g.oh * p->wq;
+  p->blocks = kernels::ceil_div(p->vpos, kVP);
+  const int64_t reach = ((g.kh - 1) * g.dh / g.sh) * p->wq + (g.kw - 1) * g.dw / g.sw;
+  p->plane = p->blocks * kVP + reach;
+  if (p->plane < hq * p->wq) p->plane = hq * p->wq;
+  // An odd number of 64-byte lines per plane: the K loop reads the same positions of consecutive channel blocks'
+  // planes, which a power-of-two plane size would map to a few L1 sets (a 576-channel 1x1 layer ran 6x slower).
+  const int64_t lines = kernels::ceil_div(p->plane, 16);
+  p->plane = (lines | 1) * 16;
+  p->copy = p->cb * g.sh * g.sw * p->plane * 4;
   return Status::Ok();
 }
 
-// Scratch: the packed weights (when prepare did not keep them), the step offsets, one image and group's copy.
+// Scratch: the packed weights and channel records (when prepare did not keep them), the step offsets, one image and
+// group's copy.
 int64_t scratch_bytes_of(const Plan& p) {
-  return kernels::ceil_div(packed_bytes(p.g), 64) * 64 + kernels::ceil_div(p.steps * 4, 64) * 64 +
-         p.hp * p.wp * p.c4 + 64;
+  return with_recs_bytes(p.g) + kernels::ceil_div(p.steps * 8, 64) * 64 + p.copy + 64;
 }
 
 Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
@@ -81,223 +178,520 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
   Plan p;
   DTORCH_RETURN_IF_ERROR(plan_of(attrs, in, out[0], &p));
   if (p.direct) *scratch_bytes = static_cast<size_t>(scratch_bytes_of(p));
+  else if (dot_takes(p.g)) *scratch_bytes = static_cast<size_t>(dot_bytes(p.g));
   return Status::Ok();
 }
 
 void pack(const kernels::ConvGeometry& g, const int8_t* w, uint8_t* dst) {
-  const int64_t c4 = kernels::ceil_div(g.cg, 4) * 4, panels = kernels::ceil_div(g.og, kNR);
-  const int64_t steps = g.kh * g.kw * c4 / 4, K = g.cg * g.kh * g.kw;
+  const int64_t cb = kernels::ceil_div(g.cg, 4), panels = kernels::ceil_div(g.og, kRO);
+  const int64_t steps = g.kh * g.kw * cb, K = g.cg * g.kh * g.kw;
   int8_t* wp = reinterpret_cast<int8_t*>(dst);
   std::memset(wp, 0, static_cast<size_t>(packed_weight_bytes(g)));
   for (int64_t gi = 0; gi < g.groups; ++gi)
     for (int64_t o = 0; o < g.og; ++o) {
-      int8_t* panel = wp + (gi * panels + o / kNR) * steps * kNR * 4;
+      int8_t* panel = wp + (gi * panels + o / kRO) * steps * kRO * 4;
       const int8_t* wo = w + (gi * g.og + o) * K;
       for (int64_t c = 0; c < g.cg; ++c)
         for (int64_t i = 0; i < g.kh; ++i)
           for (int64_t j = 0; j < g.kw; ++j) {
-            const int64_t step = (i * g.kw + j) * (c4 / 4) + c / 4;
-            panel[(step * kNR + o % kNR) * 4 + c % 4] = wo[(c * g.kh + i) * g.kw + j];
+            const int64_t step = (i * g.kw + j) * cb + c / 4;
+            panel[(step * kRO + o % kRO) * 4 + c % 4] = wo[(c * g.kh + i) * g.kw + j];
           }
     }
   int32_t* sums = reinterpret_cast<int32_t*>(dst + packed_weight_bytes(g));
   kernels::qconv_weight_sums(w, g.o, K, sums);
 }
 
+void make_recs(const kernels::ConvGeometry& g, const kernels::QuantIO& io, const float* ws, const int32_t* bias,
+               const int32_t* sums, ChanRec* recs) {
+  for (int64_t o = 0; o < g.o; ++o) recs[o] = chan_rec(io, ws, bias, o, sums[o]);
+}
+
+// Keeps the packed weights, and the channel records where the scales and bias are constants too.
 Status prepare(const Attrs& attrs, const TensorView* in, int n_in, void* dst, size_t* bytes) {
   *bytes = 0;
   kernels::ConvGeometry g{};
   if (!kernels::qconv_weight_geometry(attrs, in, n_in, &g)) return Status::Ok();
-  if (g.cg == 1 && g.og == 1) return Status::Ok();  // depthwise: the portable kernel
-  *bytes = static_cast<size_t>(packed_bytes(g));
-  if (dst != nullptr) pack(g, in[1].as<const int8_t>(), static_cast<uint8_t*>(dst));
+  kernels::QuantIO io{};
+  const bool bias_const = !kernels::optional_present(in, n_in, 3) || in[3].data != nullptr;
+  const bool recs = n_in > 2 && in[2].data != nullptr && in[2].dtype == DType::kFloat32 &&
+                    in[2].shape.numel() == g.o && bias_const &&
+                    (!kernels::optional_present(in, n_in, 3) ||
+                     (in[3].dtype == DType::kInt32 && in[3].shape.numel() == g.o)) &&
+                    kernels::read_quant_io(kOp, attrs, &io).ok();
+  const int32_t* bias = kernels::optional_present(in, n_in, 3) ? in[3].as<const int32_t>() : nullptr;
+  if (g.cg == 1 && g.og == 1) {  // depthwise: the dot path's weights and records, only all together
+    if (!recs || !dot_packs(g)) return Status::Ok();
+    *bytes = static_cast<size_t>(dot_bytes(g));
+    if (dst == nullptr) return Status::Ok();
+    uint8_t* d = static_cast<uint8_t*>(dst);
+    dot_pack(g, in[1].as<const int8_t>(), reinterpret_cast<int32_t*>(d));
+    dot_recs(g, io, in[1].as<const int8_t>(), in[2].as<const float>(), bias,
+             reinterpret_cast<ChanRec*>(d + dot_weight_bytes(g)));
+    return Status::Ok();
+  }
+  *bytes = static_cast<size_t>(recs ? with_recs_bytes(g) : packed_bytes(g));
+  if (dst == nullptr) return Status::Ok();
+  uint8_t* d = static_cast<uint8_t*>(dst);
+  pack(g, in[1].as<const int8_t>(), d);
+  if (recs)
+    make_recs(g, io, in[2].as<const float>(), bias, reinterpret_cast<const int32_t*>(d + packed_weight_bytes(g)),
+              reinterpret_cast<ChanRec*>(d + recs_offset(g)));
   return Status::Ok();
 }
 
-// 16 rows of 16 bytes (a[i]: channel i's 16 positions) -> a[j]: position j's 16 channels.
-inline void transpose16x16(__m128i (&a)[16]) {
-  __m128i b[16];
-  for (int i = 0; i < 8; ++i) {
-    b[i] = _mm_unpacklo_epi8(a[2 * i], a[2 * i + 1]);
-    b[8 + i] = _mm_unpackhi_epi8(a[2 * i], a[2 * i + 1]);
-  }
-  for (int h = 0; h < 2; ++h)
-    for (int i = 0; i < 4; ++i) {
-      a[8 * h + i] = _mm_unpacklo_epi16(b[8 * h + 2 * i], b[8 * h + 2 * i + 1]);
-      a[8 * h + 4 + i] = _mm_unpackhi_epi16(b[8 * h + 2 * i], b[8 * h + 2 * i + 1]);
-    }
-  for (int q = 0; q < 4; ++q)
-    for (int i = 0; i < 2; ++i) {
-      b[4 * q + i] = _mm_unpacklo_epi32(a[4 * q + 2 * i], a[4 * q + 2 * i + 1]);
-      b[4 * q + 2 + i] = _mm_unpackhi_epi32(a[4 * q + 2 * i], a[4 * q + 2 * i + 1]);
-    }
-  // b holds, per group of 4, positions in the order the stages interleaved them: undo with the 64-bit stage.
-  __m128i c[16];
-  for (int q = 0; q < 4; ++q) {
-    c[4 * q + 0] = _mm_unpacklo_epi64(b[4 * q + 0], b[4 * q + 1]);
-    c[4 * q + 1] = _mm_unpackhi_epi64(b[4 * q + 0], b[4 * q + 1]);
-    c[4 * q + 2] = _mm_unpacklo_epi64(b[4 * q + 2], b[4 * q + 3]);
-    c[4 * q + 3] = _mm_unpackhi_epi64(b[4 * q + 2], b[4 * q + 3]);
-  }
-  for (int i = 0; i < 16; ++i) a[i] = c[i];
+// 4 rows of 16 bytes (4 channels' 16 positions) -> 64 bytes: each position's 4 channels.
+inline void interleave4(__m128i r0, __m128i r1, __m128i r2, __m128i r3, uint8_t* dst) {
+  const __m128i ab0 = _mm_unpacklo_epi8(r0, r1), ab1 = _mm_unpackhi_epi8(r0, r1);
+  const __m128i cd0 = _mm_unpacklo_epi8(r2, r3), cd1 = _mm_unpackhi_epi8(r2, r3);
+  __m128i* o = reinterpret_cast<__m128i*>(dst);
+  _mm_storeu_si128(o, _mm_unpacklo_epi16(ab0, cd0));
+  _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, cd0));
+  _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, cd1));
+  _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, cd1));
 }
 
-// The channels-last copy of image x0, group gi (see the file comment).
-void copy_nhwc(ThreadPool* pool, const Plan& p, const int8_t* x0, int64_t gi, uint8_t* xs) {
+// interleave4 of the first n < 16 positions only.
+inline void interleave4_tail(__m128i r0, __m128i r1, __m128i r2, __m128i r3, uint8_t* dst, int64_t n) {
+  const __m128i ab0 = _mm_unpacklo_epi8(r0, r1), ab1 = _mm_unpackhi_epi8(r0, r1);
+  const __m128i cd0 = _mm_unpacklo_epi8(r2, r3), cd1 = _mm_unpackhi_epi8(r2, r3);
+  __m512i v = _mm512_castsi128_si512(_mm_unpacklo_epi16(ab0, cd0));
+  v = _mm512_maskz_inserti32x4(k16, v, _mm_unpackhi_epi16(ab0, cd0), 1);
+  v = _mm512_maskz_inserti32x4(k16, v, _mm_unpacklo_epi16(ab1, cd1), 2);
+  v = _mm512_maskz_inserti32x4(k16, v, _mm_unpackhi_epi16(ab1, cd1), 3);
+  _mm512_mask_storeu_epi8(dst, (~__mmask64{0}) >> (64 - 4 * n), v);
+}
+
+// The copy of image x0, group gi (see the file comment). Without padding and strides (1x1 layers) a channel's plane
+// is one row of H * W positions.
+void copy_in(ThreadPool* pool, const Plan& p, const int8_t* x0, int64_t gi, uint8_t* xs) {
   const kernels::ConvGeometry& g = p.g;
   const uint8_t pad = static_cast<uint8_t>(p.io.x_zero_point + 128);
-  const int64_t row_bytes = p.wp * p.c4, plane = g.h * g.w;
+  const int64_t plane = g.h * g.w, phase_bytes = p.plane * 4;
+  const bool plain = g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pb == 0 && g.pl == 0 && g.pr == 0;
   const int8_t* xg = x0 + gi * g.cg * plane;
-  kernels::parallel_chunks(pool, p.hp, 4, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      uint8_t* dst = xs + r * row_bytes;
-      const int64_t h = r - g.pt;
-      if (h < 0 || h >= g.h) {
-        std::memset(dst, pad, static_cast<size_t>(row_bytes));
+  kernels::parallel_chunks(pool, p.cb, 1, [&](int64_t b0, int64_t b1) {  // borders and slack of every phase plane
+    for (int64_t b = b0; b < b1; ++b) {
+      uint8_t* blk = xs + b * g.sh * g.sw * phase_bytes;
+      if (plain) std::memset(blk + plane * 4, pad, static_cast<size_t>((p.plane - plane) * 4));
+      else std::memset(blk, pad, static_cast<size_t>(g.sh * g.sw * phase_bytes));
+    }
+  });
+  // Units: (block, row), or for a plain copy (block, 1024-position chunk of the plane).
+  constexpr int64_t kChunk = 1024;
+  const int64_t rows = plain ? kernels::ceil_div(plane, kChunk) : g.h, row_len = plain ? kChunk : g.w;
+  kernels::parallel_chunks(pool, p.cb * rows, plain ? 4 : 8, [&](int64_t u0, int64_t u1) {
+    const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80)), zero = _mm_setzero_si128();
+    const __m256i split = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,  //
+                                           0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
+    const __m256i flip2 = _mm256_set1_epi8(static_cast<char>(0x80));
+    for (int64_t u = u0; u < u1; ++u) {
+      const int64_t b = u / rows, h = u % rows;
+      // a row of `len` positions: padded row r, its first position's offset `first` in the channel's plane
+      const int64_t r = plain ? 0 : h + g.pt, first = plain ? h * kChunk : h * g.w;
+      const int64_t len = plain ? (plane - first < row_len ? plane - first : row_len) : g.w;
+      const int8_t* src[4];
+      for (int k = 0; k < 4; ++k) src[k] = b * 4 + k < g.cg ? xg + (b * 4 + k) * plane + first : nullptr;
+      // phase_row(pc): the row's start in phase plane (r % sh, pc)
+      auto phase_row = [&](int64_t pc) {
+        return xs + ((b * g.sh + r % g.sh) * g.sw + pc) * phase_bytes + (r / g.sh) * p.wq * 4 + (plain ? first * 4 : 0);
+      };
+      auto row16 = [&](int k, int64_t w) {
+        return src[k] != nullptr
+                   ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src[k] + w)), flip)
+                   : zero;
+      };
+      int64_t w = 0;
+      if (g.sw == 1) {
+        uint8_t* d = phase_row(0) + g.pl * 4;
+        for (; w + 16 <= len; w += 16) interleave4(row16(0, w), row16(1, w), row16(2, w), row16(3, w), d + w * 4);
+        if (w < len) {
+          const __mmask16 m = static_cast<__mmask16>((uint32_t{1} << (len - w)) - 1);
+          __m128i t[4];
+          for (int k = 0; k < 4; ++k)
+            t[k] = src[k] != nullptr ? _mm_xor_si128(_mm_maskz_loadu_epi8(m, src[k] + w), flip) : zero;
+          interleave4_tail(t[0], t[1], t[2], t[3], d + w * 4, len - w);
+        }
         continue;
       }
-      std::memset(dst, pad, static_cast<size_t>(g.pl * p.c4));
-      std::memset(dst + (g.pl + g.w) * p.c4, pad, static_cast<size_t>(g.pr * p.c4));
-      uint8_t* body = dst + g.pl * p.c4;
-      const int8_t* src = xg + h * g.w;
-      int64_t c = 0;
-      const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80));
-      for (; c + 16 <= g.cg; c += 16) {
-        int64_t w = 0;
-        for (; w + 16 <= g.w; w += 16) {
-          __m128i a[16];
-          for (int i = 0; i < 16; ++i)
-            a[i] = _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + (c + i) * plane + w)), flip);
-          transpose16x16(a);
-          for (int j = 0; j < 16; ++j) _mm_storeu_si128(reinterpret_cast<__m128i*>(body + (w + j) * p.c4 + c), a[j]);
+      if (g.sw == 2) {
+        uint8_t* de = phase_row(g.pl & 1);        // the even input columns
+        uint8_t* dd = phase_row((g.pl + 1) & 1);  // the odd ones
+        for (; w + 32 <= len; w += 32) {
+          __m256i v[4];
+          for (int k = 0; k < 4; ++k)  // 32 columns -> the 16 even ones in the low half, the 16 odd ones in the high
+            v[k] = src[k] != nullptr
+                       ? _mm256_xor_si256(_mm256_permute4x64_epi64(_mm256_shuffle_epi8(_mm256_loadu_si256(
+                                              reinterpret_cast<const __m256i*>(src[k] + w)), split), 0xD8),
+                                          flip2)
+                       : _mm256_setzero_si256();
+          interleave4(_mm256_castsi256_si128(v[0]), _mm256_castsi256_si128(v[1]), _mm256_castsi256_si128(v[2]),
+                      _mm256_castsi256_si128(v[3]), de + ((w + g.pl) >> 1) * 4);
+          interleave4(_mm256_extracti128_si256(v[0], 1), _mm256_extracti128_si256(v[1], 1),
+                      _mm256_extracti128_si256(v[2], 1), _mm256_extracti128_si256(v[3], 1),
+                      dd + ((w + g.pl + 1) >> 1) * 4);
         }
-        for (; w < g.w; ++w)
-          for (int64_t i = 0; i < 16; ++i)
-            body[w * p.c4 + c + i] = static_cast<uint8_t>(src[(c + i) * plane + w]) ^ 0x80u;
-      }
-      if (p.c4 == 4) {  // 1 to 4 channels (a stem): 16 positions of the 4 channel rows interleaved at a time
-        const __m128i zero = _mm_setzero_si128();
-        int64_t w = 0;
-        for (; w + 16 <= g.w; w += 16) {
-          __m128i r[4];
-          for (int i = 0; i < 4; ++i)
-            r[i] = i < g.cg ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i * plane + w)),
-                                            flip)
-                            : zero;
-          const __m128i ab0 = _mm_unpacklo_epi8(r[0], r[1]), ab1 = _mm_unpackhi_epi8(r[0], r[1]);
-          const __m128i cd0 = _mm_unpacklo_epi8(r[2], r[3]), cd1 = _mm_unpackhi_epi8(r[2], r[3]);
-          __m128i* o = reinterpret_cast<__m128i*>(body + w * 4);
-          _mm_storeu_si128(o, _mm_unpacklo_epi16(ab0, cd0));
-          _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, cd0));
-          _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, cd1));
-          _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, cd1));
+        if (w < len) {  // the last 1 to 31 columns: the same with masked loads and stores
+          const int64_t rest = len - w;
+          const __mmask32 m = static_cast<__mmask32>((uint64_t{1} << rest) - 1);
+          __m256i v[4];
+          for (int k = 0; k < 4; ++k)
+            v[k] = src[k] != nullptr
+                       ? _mm256_xor_si256(
+                             _mm256_permute4x64_epi64(_mm256_shuffle_epi8(_mm256_maskz_loadu_epi8(m, src[k] + w), split),
+                                                      0xD8),
+                             flip2)
+                       : _mm256_setzero_si256();
+          interleave4_tail(_mm256_castsi256_si128(v[0]), _mm256_castsi256_si128(v[1]), _mm256_castsi256_si128(v[2]),
+                           _mm256_castsi256_si128(v[3]), de + ((w + g.pl) >> 1) * 4, (rest + 1) / 2);
+          if (rest > 1)
+            interleave4_tail(_mm256_extracti128_si256(v[0], 1), _mm256_extracti128_si256(v[1], 1),
+                             _mm256_extracti128_si256(v[2], 1), _mm256_extracti128_si256(v[3], 1),
+                             dd + ((w + g.pl + 1) >> 1) * 4, rest / 2);
+          w = len;
         }
-        for (; w < g.w; ++w)
-          for (int64_t i = 0; i < 4; ++i)
-            body[w * 4 + i] = i < g.cg ? static_cast<uint8_t>(src[i * plane + w]) ^ 0x80u : 0;
-        continue;
       }
-      for (; c < p.c4; ++c)
-        for (int64_t w = 0; w < g.w; ++w)
-          body[w * p.c4 + c] = c < g.cg ? static_cast<uint8_t>(src[c * plane + w]) ^ 0x80u : 0;
+      // Other strides: column by column (the phase and position advance without a division).
+      int64_t pc = (w + g.pl) % g.sw, cq = (w + g.pl) / g.sw;
+      for (; w < len; ++w) {
+        uint8_t* d = phase_row(pc) + cq * 4;
+        for (int k = 0; k < 4; ++k) d[k] = src[k] != nullptr ? static_cast<uint8_t>(src[k][w]) ^ 0x80u : 0;
+        if (++pc == g.sw) {
+          pc = 0;
+          ++cq;
+        }
+      }
     }
   });
 }
 
-// The per-lane requantization constants of 16 output channels: each channel's multiplier and rounding in the low
-// half of a 64-bit lane, for the even and the odd channels.
-struct LaneRequant {
-  __m512i m[2], round[2], shift[2];
+// Where a vector's 16 virtual outputs go: one masked store per output row it touches.
+struct Seg {
+  int64_t off;  // from the channel's output plane; byte l of the vector goes to off + l
+  __mmask16 mask;
+};
+constexpr int kMaxSegs = 17;  // 16 rows of one virtual column (wq = 1) and one more
+struct Segs {
+  Seg s[kRV][kMaxSegs];
+  int n[kRV];
 };
 
-inline LaneRequant lane_requant(const rq::Multiplier* mul) {
-  alignas(64) int64_t m[2][8], rd[2][8], sh[2][8];
-  for (int l = 0; l < 16; ++l) {
-    m[l & 1][l >> 1] = mul[l].m;
-    rd[l & 1][l >> 1] = int64_t{1} << (mul[l].shift - 1);
-    sh[l & 1][l >> 1] = mul[l].shift;
+void segments(const Plan& p, int64_t v0, int rv, Segs* out) {
+  const int64_t ow = p.g.ow, wq = p.wq;
+  for (int k = 0; k < rv; ++k) {
+    const int64_t v = v0 + 16 * k;
+    int n = 0;
+    if (wq == ow) {
+      const int64_t cnt = p.vpos - v < 16 ? p.vpos - v : 16;
+      out->s[k][n++] = Seg{v, static_cast<__mmask16>((uint32_t{1} << cnt) - 1)};
+    } else {
+      for (int64_t r = v / wq; r < p.g.oh && r * wq < v + 16; ++r) {
+        const int64_t lo = r * wq > v ? r * wq : v;
+        const int64_t hi = r * wq + ow < v + 16 ? r * wq + ow : v + 16;
+        if (lo >= hi) continue;
+        const uint32_t mask = ((uint32_t{1} << (hi - v)) - 1) & ~((uint32_t{1} << (lo - v)) - 1);
+        out->s[k][n++] = Seg{v - r * (wq - ow), static_cast<__mmask16>(mask)};
+      }
+    }
+    out->n[k] = n;
   }
-  LaneRequant r;
-  for (int e = 0; e < 2; ++e) {
-    r.m[e] = _mm512_load_si512(m[e]);
-    r.round[e] = _mm512_load_si512(rd[e]);
-    r.shift[e] = _mm512_load_si512(sh[e]);
-  }
-  return r;
-}
-
-inline __m128i requantize_lanes(__m512i acc, const LaneRequant& q, __m512i vlo, __m512i vhi, __m512i zp) {
-  constexpr __mmask8 k8 = 0xFF;  // the all-lanes forms: see requantize16
-  auto half = [&](__m512i v, int e) {
-    __m512i p = _mm512_mask_mul_epi32(v, k8, v, q.m[e]);
-    p = _mm512_mask_srav_epi64(p, k8, _mm512_mask_add_epi64(p, k8, p, q.round[e]), q.shift[e]);
-    return _mm512_mask_min_epi64(p, k8, _mm512_mask_max_epi64(p, k8, p, vlo), vhi);
-  };
-  const __m512i even = half(acc, 0);
-  const __m512i odd = half(_mm512_mask_srli_epi64(acc, k8, acc, 32), 1);
-  const __m512i both = _mm512_mask_blend_epi32(__mmask16{0xAAAA}, even, _mm512_mask_slli_epi64(odd, k8, odd, 32));
-  return _mm512_mask_cvtepi32_epi8(_mm_setzero_si128(), __mmask16{0xFFFF},
-                                   _mm512_mask_add_epi32(both, __mmask16{0xFFFF}, both, zp));
 }
 
 struct TileArgs {
-  const Plan* p;
-  const uint8_t* a;     // the tile's first position in the copy
-  int64_t ps;           // bytes from one position to the next
-  const int32_t* off;   // byte offset of each step from a position
-  const int8_t* w;      // the panel
-  const __m512i* start;  // 2 vectors: each channel's starting sum
-  const LaneRequant* rq;  // 2
-  int noc;              // channels of the panel (<= 32)
-  int8_t* y;            // the panel's first channel, the tile's first position (NCHW)
+  const uint8_t* a;     // the block's first position in the copy
+  const int64_t* off;   // each step's byte offset
+  int64_t steps;
+  const int32_t* w;     // the panel: [steps][kRO]
+  const ChanRec* rec;   // the panel's channels
+  int8_t* y;            // the panel's first channel's output plane
   int64_t ohw;
+  const Segs* segs;
+  const kernels::QuantIO* io;
 };
 
-template <int R>
+// acc += the u8 x s8 products of x and the 4 weights at w, broadcast to every lane (vpdpbusd with an embedded
+// broadcast). Written out because GCC 12 copies each accumulator around _mm512_dpbusd_epi32 (spilling a 24-register
+// tile), where the instruction updates its register in place.
+inline void dpbusd_bcst(__m512i& acc, __m512i x, const int32_t* w) {
+  asm("vpdpbusd %2%{1to16%}, %1, %0" : "+v"(acc) : "v"(x), "m"(*w));
+}
+inline void dpbusd(__m512i& acc, __m512i x, __m512i w) { asm("vpdpbusd %2, %1, %0" : "+v"(acc) : "v"(x), "v"(w)); }
+
+template <int RO, int RV>
 void tile(const TileArgs& t) {
-  __m512i acc[R][2];
-#pragma GCC unroll 16
-  for (int r = 0; r < R; ++r) {
-    acc[r][0] = t.start[0];
-    acc[r][1] = t.start[1];
+  __m512i acc[RO][RV];
+#pragma GCC unroll 8
+  for (int o = 0; o < RO; ++o) {
+    const __m512i s = _mm512_set1_epi32(t.rec[o].start);
+#pragma GCC unroll 4
+    for (int k = 0; k < RV; ++k) acc[o][k] = s;
   }
-  const int8_t* w = t.w;
-  for (int64_t s = 0; s < t.p->steps; ++s) {
-    const __m512i w0 = _mm512_loadu_si512(w);
-    const __m512i w1 = _mm512_loadu_si512(w + 64);
+  const int32_t* w = t.w;
+  for (int64_t s = 0; s < t.steps; ++s, w += kRO) {
     const uint8_t* as = t.a + t.off[s];
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) {
-      int32_t v;
-      std::memcpy(&v, as + r * t.ps, sizeof v);
-      const __m512i b = _mm512_set1_epi32(v);
-      acc[r][0] = _mm512_dpbusd_epi32(acc[r][0], b, w0);
-      acc[r][1] = _mm512_dpbusd_epi32(acc[r][1], b, w1);
-    }
-    w += kNR * 4;
+    __m512i x[RV];
+#pragma GCC unroll 4
+    for (int k = 0; k < RV; ++k) x[k] = _mm512_loadu_si512(as + 64 * k);
+#pragma GCC unroll 8
+    for (int o = 0; o < RO; ++o)
+#pragma GCC unroll 4
+      for (int k = 0; k < RV; ++k) dpbusd_bcst(acc[o][k], x[k], w + o);
   }
-  const kernels::QuantIO& io = t.p->io;
-  const __m512i vlo = _mm512_set1_epi64(io.lo - io.y_zero_point), vhi = _mm512_set1_epi64(io.hi - io.y_zero_point);
-  const __m512i zp = _mm512_set1_epi32(io.y_zero_point);
-  constexpr __mmask16 kRows = static_cast<__mmask16>((1u << R) - 1);
-#pragma GCC unroll 2
-  for (int v = 0; v < 2; ++v) {
-    const int n = t.noc - 16 * v;
-    if (n <= 0) break;
-    __m128i q[16];  // q[r]: position r's 16 channels; transposed: q[c], channel c's R positions
-#pragma GCC unroll 16
-    for (int r = 0; r < R; ++r) q[r] = requantize_lanes(acc[r][v], t.rq[v], vlo, vhi, zp);
-    for (int r = R; r < 16; ++r) q[r] = _mm_setzero_si128();
-    transpose16x16(q);
-    for (int c = 0; c < n && c < 16; ++c) _mm_mask_storeu_epi8(t.y + (16 * v + c) * t.ohw, kRows, q[c]);
+  // Epilogue. Everything it reads is copied first: the int8 stores may alias any of it.
+  const kernels::QuantIO io = *t.io;
+  const __m128i lo8 = _mm_set1_epi8(static_cast<char>(io.lo)), hi8 = _mm_set1_epi8(static_cast<char>(io.hi));
+  bool simple = true;  // one masked store per vector (1x1 layers: always)
+  int64_t soff[RV];
+  __mmask16 smask[RV];
+#pragma GCC unroll 4
+  for (int k = 0; k < RV; ++k) {
+    simple = simple && t.segs->n[k] == 1;
+    soff[k] = t.segs->s[k][0].off;
+    smask[k] = t.segs->s[k][0].mask;
+  }
+  const Segs* segs = t.segs;
+  const int64_t ohw = t.ohw;
+  int8_t* const y = t.y;
+  const ChanRec* const rec = t.rec;
+#pragma GCC unroll 8
+  for (int o = 0; o < RO; ++o) {
+    const ChanRec c = rec[o];
+    int8_t* yo = y + o * ohw;
+    __m128i q[RV];
+    if (c.fast) {
+      const __m512i m = _mm512_set1_epi64(c.m64), r = _mm512_set1_epi64(c.r64);
+      const __m128i cnt = _mm_cvtsi32_si128(c.shift - 32);
+#pragma GCC unroll 4
+      for (int k = 0; k < RV; ++k) q[k] = requant_fast(acc[o][k], m, r, cnt, lo8, hi8);
+    } else {
+#pragma GCC unroll 4
+      for (int k = 0; k < RV; ++k)
+        q[k] = kernels::requantize16(acc[o][k], rq::Multiplier{c.m, c.shift}, io.y_zero_point, io.lo, io.hi);
+    }
+    if (simple) {
+#pragma GCC unroll 4
+      for (int k = 0; k < RV; ++k) _mm_mask_storeu_epi8(yo + soff[k], smask[k], q[k]);
+    } else {
+      for (int k = 0; k < RV; ++k)
+        for (int i = 0; i < segs->n[k]; ++i) _mm_mask_storeu_epi8(yo + segs->s[k][i].off, segs->s[k][i].mask, q[k]);
+    }
   }
 }
 
 using TileFn = void (*)(const TileArgs&);
-constexpr TileFn kTiles[kCR] = {tile<1>, tile<2>, tile<3>, tile<4>, tile<5>, tile<6>,
-                                tile<7>, tile<8>, tile<9>, tile<10>, tile<11>, tile<12>};
+constexpr TileFn kTiles[kRO][kRV] = {
+    {tile<1, 1>, tile<1, 2>, tile<1, 3>, tile<1, 4>}, {tile<2, 1>, tile<2, 2>, tile<2, 3>, tile<2, 4>},
+    {tile<3, 1>, tile<3, 2>, tile<3, 3>, tile<3, 4>}, {tile<4, 1>, tile<4, 2>, tile<4, 3>, tile<4, 4>},
+    {tile<5, 1>, tile<5, 2>, tile<5, 3>, tile<5, 4>}, {tile<6, 1>, tile<6, 2>, tile<6, 3>, tile<6, 4>}};
 
-// Depthwise (one input and one output channel per group): 16 output positions of a row per vector, their sums in a
+void dense(const KernelContext& ctx, const Plan& p, const TensorView* in, int n_in, int8_t* y) {
+  const kernels::ConvGeometry& g = p.g;
+  uint8_t* scratch = static_cast<uint8_t*>(ctx.scratch);
+  const uint8_t* packed = static_cast<const uint8_t*>(ctx.prepared);
+  const bool have_recs = packed != nullptr && ctx.prepared_bytes == static_cast<size_t>(with_recs_bytes(g));
+  if (packed == nullptr || (!have_recs && ctx.prepared_bytes != static_cast<size_t>(packed_bytes(g)))) {
+    pack(g, in[1].as<const int8_t>(), scratch);
+    packed = scratch;
+  }
+  const int32_t* sums = reinterpret_cast<const int32_t*>(packed + packed_weight_bytes(g));
+  const ChanRec* recs = reinterpret_cast<const ChanRec*>(packed + recs_offset(g));
+  if (!have_recs) {
+    ChanRec* made = reinterpret_cast<ChanRec*>(scratch + recs_offset(g));
+    make_recs(g, p.io, in[2].as<const float>(),
+              kernels::optional_present(in, n_in, 3) ? in[3].as<const int32_t>() : nullptr, sums, made);
+    recs = made;
+  }
+  int64_t* off = reinterpret_cast<int64_t*>(scratch + with_recs_bytes(g));
+  uint8_t* xs = reinterpret_cast<uint8_t*>(off) + kernels::ceil_div(p.steps * 8, 64) * 64;
+  for (int64_t i = 0; i < g.kh; ++i)
+    for (int64_t j = 0; j < g.kw; ++j) {
+      const int64_t ri = i * g.dh, cj = j * g.dw;
+      const int64_t delta = (ri / g.sh) * p.wq + cj / g.sw;
+      for (int64_t b = 0; b < p.cb; ++b)
+        off[(i * g.kw + j) * p.cb + b] = (((b * g.sh + ri % g.sh) * g.sw + cj % g.sw) * p.plane + delta) * 4;
+    }
+  const int64_t ohw = g.oh * g.ow;
+  for (int64_t img = 0; img < g.n; ++img) {
+    const int8_t* x0 = in[0].as<const int8_t>() + img * g.c * g.h * g.w;
+    for (int64_t gi = 0; gi < g.groups; ++gi) {
+      copy_in(ctx.pool, p, x0, gi, xs);
+      int8_t* yg = y + (img * g.o + gi * g.og) * ohw;
+      const int32_t* wg = reinterpret_cast<const int32_t*>(packed) + gi * p.panels * p.steps * kRO;
+      kernels::parallel_chunks(ctx.pool, p.blocks * p.panels, 1, [&](int64_t u0, int64_t u1) {
+        int64_t cur = -1;
+        int rv = 0;
+        Segs segs;
+        for (int64_t u = u0; u < u1; ++u) {
+          const int64_t blk = u / p.panels, pan = u % p.panels;
+          if (blk != cur) {
+            cur = blk;
+            const int64_t left = kernels::ceil_div(p.vpos - blk * kVP, 16);
+            rv = static_cast<int>(left < kRV ? left : kRV);
+            segments(p, blk * kVP, rv, &segs);
+          }
+          const int64_t o0 = pan * kRO, ro = g.og - o0 < kRO ? g.og - o0 : kRO;
+          const TileArgs ta{xs + blk * kVP * 4, off, p.steps, wg + pan * p.steps * kRO, recs + gi * g.og + o0,
+                            yg + o0 * ohw, ohw, &segs, &p.io};
+          kTiles[ro - 1][rv - 1](ta);
+        }
+      });
+    }
+  }
+}
+
+// Depthwise with vpdpbusd: 16 output positions of a row per vector (rows of at most 8 outputs: two rows per vector,
+// one per 256-bit half); per kernel row, one masked load of the input row's bytes (the columns outside the image
+// read as x_zero_point), flipped to u8, then for each group of 4 taps a dword permutation and an in-lane byte
+// shuffle give each lane its position's 4 taps, and vpdpbusd adds them times the channel's 4 weights (0 past kw). A
+// row outside the image reads x_zero_point throughout. Accumulators start at bias - (128 + zp) * sum(w), so every
+// padding tap adds 0 net, as the portable kernel skips it. Each channel's weights ([kh][2] int32) and record are
+// made at load time (prepare) where they are constants.
+// What depthwise_dot's channel loop reads.
+struct DwArgs {
+  int64_t H, W, OH, OW, sh, sw, dh, pt, pl, need, per;
+};
+
+struct DwConst {
+  __m512i perm[2], shuf, zp8, flip, padu;
+  __m256i zp8h;
+  __m128i lo8, hi8;
+};
+
+// One channel's output plane yc from its input plane xc. KH, NGR: the kernel rows and 4-tap groups (0: kh_rt,
+// ngr_rt).
+template <int KH, int NGR, bool PAIR>
+void dw_channel(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t* yc, const int32_t* wrow, int64_t kh_rt,
+                int ngr_rt, const ChanRec& rec, const kernels::QuantIO& io) {
+  const int64_t kh = KH > 0 ? KH : kh_rt;
+  const int ngr = NGR > 0 ? NGR : ngr_rt;
+  const int64_t H = d.H, W = d.W, OH = d.OH, OW = d.OW, per = d.per, need = d.need;
+  __m512i wv[kDotMaxRows][2];
+  for (int64_t i = 0; i < kh; ++i)
+    for (int q = 0; q < ngr; ++q) wv[i][q] = _mm512_set1_epi32(wrow[i * 2 + q]);
+  const __m512i m64 = _mm512_set1_epi64(rec.m64), r64 = _mm512_set1_epi64(rec.r64);
+  const __m512i start = _mm512_set1_epi32(rec.start);
+  const __m128i cnt = _mm_cvtsi32_si128(rec.shift - 32);
+  const bool fast = rec.fast;
+  const __mmask64 full = (~__mmask64{0}) >> (64 - need);
+  const int64_t rows_per = PAIR ? 2 : 1;
+  for (int64_t oh = 0; oh < OH; oh += rows_per) {
+    const bool second = PAIR && oh + 1 < OH;
+    const int64_t top = oh * d.sh - d.pt;
+    for (int64_t q0 = 0; q0 < OW; q0 += per) {
+      const int64_t n = OW - q0 < per ? OW - q0 : per;
+      const int64_t c0 = q0 * d.sw - d.pl;  // the input column of a row's byte 0
+      __mmask64 lmask = full;
+      if (c0 < 0 || c0 + need > W) {
+        const int64_t lo_b = c0 < 0 ? -c0 : 0, hi_b = W - c0 < need ? W - c0 : need;
+        lmask = hi_b > lo_b ? (((~__mmask64{0}) >> (64 - hi_b)) & ~((__mmask64{1} << lo_b) - 1)) : __mmask64{0};
+      }
+      __m512i acc = start;
+#pragma GCC unroll 8
+      for (int64_t i = 0; i < kh; ++i) {
+        const int64_t row = top + i * d.dh;
+        __m512i u;
+        if (!PAIR) {
+          u = static_cast<uint64_t>(row) < static_cast<uint64_t>(H)
+                  ? _mm512_xor_si512(_mm512_mask_loadu_epi8(k.zp8, lmask, xc + row * W + c0), k.flip)
+                  : k.padu;
+        } else {
+          const int64_t row1 = row + d.sh;
+          const __mmask32 m32 = static_cast<__mmask32>(lmask);
+          const __m256i a = static_cast<uint64_t>(row) < static_cast<uint64_t>(H)
+                                ? _mm256_mask_loadu_epi8(k.zp8h, m32, xc + row * W + c0)
+                                : k.zp8h;
+          const __m256i b = second && static_cast<uint64_t>(row1) < static_cast<uint64_t>(H)
+                                ? _mm256_mask_loadu_epi8(k.zp8h, m32, xc + row1 * W + c0)
+                                : k.zp8h;
+          u = _mm512_xor_si512(_mm512_maskz_inserti64x4(k8, _mm512_castsi256_si512(a), b, 1), k.flip);
+        }
+#pragma GCC unroll 2
+        for (int q = 0; q < ngr; ++q)
+          dpbusd(acc,
+                 _mm512_maskz_shuffle_epi8(~__mmask64{0}, _mm512_maskz_permutexvar_epi32(k16, k.perm[q], u), k.shuf),
+                 wv[i][q]);
+      }
+      const __m128i v = fast ? requant_fast(acc, m64, r64, cnt, k.lo8, k.hi8)
+                             : kernels::requantize16(acc, rq::Multiplier{rec.m, rec.shift}, io.y_zero_point, io.lo,
+                                                     io.hi);
+      const __mmask16 live = static_cast<__mmask16>((uint32_t{1} << n) - 1);
+      int8_t* yr = yc + oh * OW + q0;
+      if (!PAIR) {
+        _mm_mask_storeu_epi8(yr, live, v);
+      } else {
+        _mm_mask_storeu_epi8(yr, static_cast<__mmask16>(live & 0xFF), v);
+        if (second) _mm_mask_storeu_epi8(yr + OW - 8, static_cast<__mmask16>(live << 8), v);
+      }
+    }
+  }
+}
+
+using DwChannelFn = void (*)(const DwArgs&, const DwConst&, const int8_t*, int8_t*, const int32_t*, int64_t, int,
+                             const ChanRec&, const kernels::QuantIO&);
+
+DwChannelFn dw_channel_fn(int64_t kh, int ngr, bool pair) {
+  if (kh == 3 && ngr == 1) return pair ? dw_channel<3, 1, true> : dw_channel<3, 1, false>;
+  if (kh == 5 && ngr == 2) return pair ? dw_channel<5, 2, true> : dw_channel<5, 2, false>;
+  return pair ? dw_channel<0, 0, true> : dw_channel<0, 0, false>;
+}
+
+void depthwise_dot(const KernelContext& ctx, const Plan& p, const TensorView* in, int n_in, int8_t* y) {
+  const kernels::ConvGeometry g = p.g;
+  const kernels::QuantIO io = p.io;
+  const int8_t* x = in[0].as<const int8_t>();
+  const uint8_t* prepared = static_cast<const uint8_t*>(ctx.prepared);
+  const int32_t* wpk;
+  const ChanRec* recs;
+  if (prepared != nullptr && ctx.prepared_bytes == static_cast<size_t>(dot_bytes(g))) {
+    wpk = reinterpret_cast<const int32_t*>(prepared);
+    recs = reinterpret_cast<const ChanRec*>(prepared + dot_weight_bytes(g));
+  } else {
+    uint8_t* scratch = static_cast<uint8_t*>(ctx.scratch);
+    int32_t* wm = reinterpret_cast<int32_t*>(scratch);
+    ChanRec* rm = reinterpret_cast<ChanRec*>(scratch + dot_weight_bytes(g));
+    dot_pack(g, in[1].as<const int8_t>(), wm);
+    dot_recs(g, io, in[1].as<const int8_t>(), in[2].as<const float>(),
+             kernels::optional_present(in, n_in, 3) ? in[3].as<const int32_t>() : nullptr, rm);
+    wpk = wm;
+    recs = rm;
+  }
+  const int64_t W = g.w, H = g.h, OW = g.ow, OH = g.oh, sw = g.sw, kh = g.kh;
+  const int ngr = static_cast<int>(kernels::ceil_div(g.kw, 4));
+  const bool pair = OW <= 8;                    // two output rows per vector
+  const int64_t per = pair ? 8 : 16;            // outputs of a row per vector
+  DwConst k;
+  {
+    alignas(64) int32_t pi[2][16];
+    alignas(64) int8_t si[64];
+    for (int q = 0; q < 2; ++q)
+      for (int l = 0; l < 4; ++l)  // 128-bit lane l: positions 4l .. 4l + 3 (pair mode: of the lower or upper row)
+        for (int d = 0; d < 4; ++d)
+          pi[q][4 * l + d] = static_cast<int32_t>(pair ? (l & 1) * sw + q + d + (l >> 1) * 8 : l * sw + q + d);
+    for (int l = 0; l < 4; ++l)
+      for (int m = 0; m < 4; ++m)
+        for (int t = 0; t < 4; ++t) si[16 * l + 4 * m + t] = static_cast<int8_t>(m * sw + t);
+    k.perm[0] = _mm512_load_si512(pi[0]);
+    k.perm[1] = _mm512_load_si512(pi[1]);
+    k.shuf = _mm512_load_si512(si);
+    k.zp8 = _mm512_set1_epi8(static_cast<char>(io.x_zero_point));
+    k.flip = _mm512_set1_epi8(static_cast<char>(0x80));
+    k.padu = _mm512_xor_si512(k.zp8, k.flip);
+    k.zp8h = _mm256_set1_epi8(static_cast<char>(io.x_zero_point));
+    k.lo8 = _mm_set1_epi8(static_cast<char>(io.lo));
+    k.hi8 = _mm_set1_epi8(static_cast<char>(io.hi));
+  }
+  const DwChannelFn channel_fn = dw_channel_fn(kh, ngr, pair);
+  const DwArgs d{H, W, OH, OW, g.sh, sw, g.dh, g.pt, g.pl, (per - 1) * sw + 4 * ngr, per};  // need: <= 62 bytes
+  kernels::parallel_chunks(ctx.pool, g.n * g.o, 1, [&](int64_t c0, int64_t c1) {
+    for (int64_t c = c0; c < c1; ++c) {
+      const int64_t o = c % g.o, img = c / g.o;
+      channel_fn(d, k, x + (img * g.c + o) * H * W, y + (img * g.o + o) * OH * OW, wpk + o * kh * 2, kh, ngr, recs[o],
+                 io);
+    }
+  });
+}
+
+// Other depthwise shapes (taller kernels, wider ones, column dilation): 16 output positions of a row per vector, their sums in a
 // register across the taps ((x - zp) * w: exact in int32), then requantize16 with the channel's multiplier. A chunk
 // whose every tap lies inside the input row reads plain vectors; a chunk at a border masks the lanes whose tap is
 // padding (they add 0, as the portable kernel skips them; masked loads do not touch those addresses). Column
@@ -390,7 +784,8 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   Plan p;
   DTORCH_RETURN_IF_ERROR(plan_of(*ctx.attrs, in, shape, &p));
   const kernels::ConvGeometry& g = p.g;
-  if (!p.direct && (!(g.sw == 1 || g.sw == 2) || g.kh * g.kw > kDwMaxTaps))
+  const bool dot = !p.direct && dot_takes(g);
+  if (!p.direct && !dot && (!(g.sw == 1 || g.sw == 2) || g.kh * g.kw > kDwMaxTaps))
     return portable()->run(ctx, in, n_in, out, n_out);
   DTORCH_RETURN_IF_ERROR(kernels::check_weight_scales(kOp, p.io, in[2], g.o));
   if (out[0].dtype != DType::kInt8 || out[0].shape.ndim != 4 || out[0].shape.dims[0] != g.n ||
@@ -400,6 +795,13 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   if (out[0].shape.numel() == 0) return Status::Ok();
   const float* ws = in[2].as<const float>();
   const int32_t* bias = kernels::optional_present(in, n_in, 3) ? in[3].as<const int32_t>() : nullptr;
+  if (dot) {
+    if (ctx.scratch_bytes < static_cast<size_t>(dot_bytes(g)))
+      return op_error(StatusCode::kInternal, kOp, "scratch of %zu bytes is smaller than the %zu bytes infer asked for",
+                      ctx.scratch_bytes, static_cast<size_t>(dot_bytes(g)));
+    depthwise_dot(ctx, p, in, n_in, out[0].as<int8_t>());
+    return Status::Ok();
+  }
   if (!p.direct) {
     depthwise(ctx, p, in[0].as<const int8_t>(), in[1].as<const int8_t>(), ws, bias, out[0].as<int8_t>());
     return Status::Ok();
@@ -408,63 +810,7 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   if (ctx.scratch_bytes < need)
     return op_error(StatusCode::kInternal, kOp, "scratch of %zu bytes is smaller than the %zu bytes infer asked for",
                     ctx.scratch_bytes, need);
-  uint8_t* scratch = static_cast<uint8_t*>(ctx.scratch);
-  const int64_t pb = packed_bytes(g);
-  const uint8_t* packed = static_cast<const uint8_t*>(ctx.prepared);
-  if (packed == nullptr || ctx.prepared_bytes != static_cast<size_t>(pb)) {
-    pack(g, in[1].as<const int8_t>(), scratch);
-    packed = scratch;
-  }
-  int32_t* off = reinterpret_cast<int32_t*>(scratch + kernels::ceil_div(pb, 64) * 64);
-  uint8_t* xs = reinterpret_cast<uint8_t*>(off) + kernels::ceil_div(p.steps * 4, 64) * 64;
-  for (int64_t i = 0; i < g.kh; ++i)
-    for (int64_t j = 0; j < g.kw; ++j)
-      for (int64_t q = 0; q < p.c4 / 4; ++q)
-        off[(i * g.kw + j) * (p.c4 / 4) + q] = static_cast<int32_t>((i * g.dh * p.wp + j * g.dw) * p.c4 + q * 4);
-  const int32_t* sums = reinterpret_cast<const int32_t*>(packed + packed_weight_bytes(g));
-  const int64_t ohw = g.oh * g.ow, row_tiles = kernels::ceil_div(g.ow, kCR);
-  for (int64_t img = 0; img < g.n; ++img) {
-    const int8_t* x0 = in[0].as<const int8_t>() + img * g.c * g.h * g.w;
-    for (int64_t gi = 0; gi < g.groups; ++gi) {
-      copy_nhwc(ctx.pool, p, x0, gi, xs);
-      int8_t* yg = out[0].as<int8_t>() + (img * g.o + gi * g.og) * ohw;
-      const int64_t per_panel = g.oh * row_tiles;
-      kernels::parallel_chunks(ctx.pool, p.panels * per_panel, 1, [&](int64_t u0, int64_t u1) {
-        int64_t cached = -1;
-        alignas(64) __m512i start[2];
-        LaneRequant lrq[2];
-        int noc = 0;
-        for (int64_t u = u0; u < u1; ++u) {
-          const int64_t a = u / per_panel, v = u % per_panel, oh = v / row_tiles, t = v % row_tiles;
-          if (a != cached) {  // the panel's starting sums and multipliers
-            cached = a;
-            noc = static_cast<int>(g.og - a * kNR < kNR ? g.og - a * kNR : kNR);
-            alignas(64) int32_t st[kNR];
-            rq::Multiplier mul[kNR];
-            for (int c = 0; c < kNR; ++c) {
-              if (c < noc) {
-                const int64_t o = gi * g.og + a * kNR + c;
-                st[c] = kernels::qconv_start(bias, o, 128 + p.io.x_zero_point, sums[o]);
-                mul[c] = kernels::channel_multiplier(p.io, ws, o);
-              } else {
-                st[c] = 0;
-                mul[c] = rq::Multiplier{};
-              }
-            }
-            start[0] = _mm512_load_si512(st);
-            start[1] = _mm512_load_si512(st + 16);
-            lrq[0] = lane_requant(mul);
-            lrq[1] = lane_requant(mul + 16);
-          }
-          const int64_t ow0 = t * g.ow / row_tiles, ow1 = (t + 1) * g.ow / row_tiles;
-          TileArgs ta{&p, xs + ((oh * g.sh) * p.wp + ow0 * g.sw) * p.c4, g.sw * p.c4, off,
-                      reinterpret_cast<const int8_t*>(packed) + (gi * p.panels + a) * p.steps * kNR * 4, start, lrq,
-                      noc, yg + a * kNR * ohw + oh * g.ow + ow0, ohw};
-          kTiles[ow1 - ow0 - 1](ta);
-        }
-      });
-    }
-  }
+  dense(ctx, p, in, n_in, out[0].as<int8_t>());
   return Status::Ok();
 }
 

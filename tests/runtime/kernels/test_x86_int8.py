@@ -45,12 +45,13 @@ def _rng(*key: object) -> np.random.Generator:
     return np.random.default_rng(abs(hash(key)) % 2**32)
 
 
-def _same_as_portable(op: str, attrs: dict, inputs: list, what: str) -> np.ndarray:
+def _same_as_portable(op: str, attrs: dict, inputs: list, what: str, kernel_set: str = "x86") -> np.ndarray:
+    """`kernel_set`'s kernel (1, 2, 3 threads, and unprepared) gives the portable kernel's bits."""
     want = _C.run_kernel(op, attrs, inputs, kernel_set="portable")[0]
     for threads in (1, 2, 3):
-        got = _C.run_kernel(op, attrs, inputs, threads=threads, kernel_set="x86")[0]
+        got = _C.run_kernel(op, attrs, inputs, threads=threads, kernel_set=kernel_set)[0]
         np.testing.assert_array_equal(got, want, err_msg=f"{what}, {threads} thread(s)")
-    got = _C.run_kernel(op, attrs, inputs, threads=2, kernel_set="x86", prepare=False)[0]
+    got = _C.run_kernel(op, attrs, inputs, threads=2, kernel_set=kernel_set, prepare=False)[0]
     np.testing.assert_array_equal(got, want, err_msg=f"{what}, unprepared")
     return want
 
