@@ -517,12 +517,17 @@ void dense(const KernelContext& ctx, const Plan& p, const TensorView* in, int n_
       copy_in(ctx.pool, p, x0, gi, xs);
       int8_t* yg = y + (img * g.o + gi * g.og) * ohw;
       const int32_t* wg = reinterpret_cast<const int32_t*>(packed) + gi * p.panels * p.steps * kRO;
+      // Order of the tiles: with a short K loop (K <= 64) panel by panel, so that each output channel's plane is
+      // written in one stream (MobileNetV2's 16 -> 96 layer: 0.35 -> 0.29 ms); otherwise block by block, each block's
+      // input read once from L1 for every panel.
+      const bool panel_major = p.steps <= 16;
       kernels::parallel_chunks(ctx.pool, p.blocks * p.panels, 1, [&](int64_t u0, int64_t u1) {
         int64_t cur = -1;
         int rv = 0;
         Segs segs;
         for (int64_t u = u0; u < u1; ++u) {
-          const int64_t blk = u / p.panels, pan = u % p.panels;
+          const int64_t blk = panel_major ? u % p.blocks : u / p.panels;
+          const int64_t pan = panel_major ? u / p.blocks : u % p.panels;
           if (blk != cur) {
             cur = blk;
             const int64_t left = kernels::ceil_div(p.vpos - blk * kVP, 16);
