@@ -1,6 +1,6 @@
-"""The x86 set's int8 kernels (kernels/x86/qconv2d.cc, qlinear.cc: AVX2 vpmaddwd; qadd.cc) bit for bit against the
-portable kernels, run by name (`run_kernel(..., kernel_set="x86")`: on an AVX-512 VNNI CPU the vnni set outranks x86 for
-qconv2d, so the fast policy alone would not reach them). Shapes that exercise every path: dense, grouped and
+"""The x86 set's int8 kernels (kernels/x86/qconv2d.cc, qlinear.cc: AVX2 vpmaddwd; qadd.cc; qmean.cc) bit for bit
+against the portable kernels, run by name (`run_kernel(..., kernel_set="x86")`: on an AVX-512 VNNI CPU the vnni set
+outranks x86 for qconv2d, so the fast policy alone would not reach them). Shapes that exercise every path: dense, grouped and
 depthwise convolutions, column strides 1, 2 (the phase-split copy) and 3, dilation, asymmetric padding, 1x1 (the
 merged rows), odd channel counts (a pair with a zero), output rows that end inside a vector, large K, batch > 1;
 every int8 weight (-128 included) and the extreme zero points; the requantization at its edges (multipliers above 1,
@@ -339,6 +339,50 @@ def test_qadd_errors_are_the_portable_kernels():
         assert str(x86.value) == str(portable.value)
 
 
+# --- qmean ------------------------------------------------------------------------------------------------------
+
+QMEAN = [
+    # input shape, axes, keepdim
+    ((1, 128, 28, 28), [2, 3], 1),   # SimpleNet's global pool: runs of 784 (64-byte steps, a 16-byte tail)
+    ((2, 5, 7, 7), [2, 3], 0),       # 49: one 32-byte step and a tail
+    ((1, 3, 4, 8), [-1, -2], 1),     # 32 exactly, negative axes
+    ((3, 6, 1, 1), [2, 3], 1),       # one value a run
+    ((2, 9, 100), [2], 0),           # the last axis of a 3-D input
+    ((4, 130), None, 0),             # every axis: one run of 520
+    ((1, 2, 64, 65), [1, 2, 3], 1),  # three trailing axes: 8320
+    ((2, 6, 5, 7), [1], 1),          # not trailing: the portable kernel
+    ((2, 6, 5, 7), [0, 2, 3], 0),    # not contiguous: the portable kernel
+    ((1, 4, 0, 3), [2, 3], 1),       # empty runs: the portable kernel
+]
+
+
+@needs_x86
+@pytest.mark.parametrize("case", range(len(QMEAN)))
+@pytest.mark.parametrize("x_zp,y_zp", [(0, 0), (-128, 127), (127, -128), (-7, 11)])
+def test_qmean_gives_the_portable_bits(case, x_zp, y_zp):
+    shape, axes, keepdim = QMEAN[case]
+    rng = _rng("x86-qmean", case, x_zp, y_zp)
+    x = rng.integers(-128, 128, size=shape).astype(np.int8)
+    attrs = {"keepdim": keepdim, "x_scale": float(np.float32(rng.uniform(0.01, 0.1))), "x_zero_point": x_zp,
+             "y_scale": float(np.float32(rng.uniform(0.002, 0.05))), "y_zero_point": y_zp}
+    if axes is not None:
+        attrs["axes"] = axes
+    _same_as_portable("qmean", attrs, [x], f"{shape} over {axes}")
+    _same_as_portable("qmean", attrs, [np.full(shape, 127 if x_zp < 0 else -128, np.int8)], "saturated")
+
+
+@needs_x86
+def test_qmean_errors_are_the_portable_kernels():
+    x = np.zeros((1, 2, 3, 3), np.int8)
+    base = {"axes": [2, 3], "x_scale": 0.1, "x_zero_point": 0, "y_zero_point": 0}
+    with pytest.raises(Exception, match="y_scale must be a finite number > 0"):
+        _C.run_kernel("qmean", {**base, "y_scale": 0.0}, [x], kernel_set="x86")
+    with pytest.raises(Exception, match="too large for a requantization multiplier"):
+        _C.run_kernel("qmean", {**base, "x_scale": 1e20, "y_scale": 1e-20}, [x], kernel_set="x86")
+    with pytest.raises(Exception, match="appears more than once"):
+        _C.run_kernel("qmean", {**base, "axes": [2, -2], "y_scale": 0.1}, [x], kernel_set="x86")
+
+
 # --- which CPUs take the set -----------------------------------------------------------------------------------
 
 def test_x86_int8_kernels_are_registered_exactly_where_the_cpu_has_avx2_and_fma():
@@ -346,7 +390,7 @@ def test_x86_int8_kernels_are_registered_exactly_where_the_cpu_has_avx2_and_fma(
     if not flags:
         pytest.skip("no /proc/cpuinfo")
     has = {"avx2", "fma"} <= flags
-    assert _x86_has("qconv2d") == has and _x86_has("qlinear") == has and _x86_has("qadd") == has
+    assert all(_x86_has(op) == has for op in ("qconv2d", "qlinear", "qadd", "qmean"))
 
 
 def _int8_model(rng: np.random.Generator) -> tuple[bytes, np.ndarray]:
