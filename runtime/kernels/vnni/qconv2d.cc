@@ -631,12 +631,65 @@ void dw_channel(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t* yc,
   }
 }
 
+// dw_channel for stride-1, undilated rows two output rows at a time: the KH + 1 input rows they read are loaded and
+// shuffled once, each meeting the weights of its place in either window.
+template <int KH, int NGR>
+void dw_channel_two(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t* yc, const int32_t* wrow, int64_t,
+                    int, const ChanRec& rec, const kernels::QuantIO& io) {
+  const int64_t H = d.H, W = d.W, OH = d.OH, OW = d.OW, need = d.need;
+  __m512i wv[KH][NGR];
+  for (int i = 0; i < KH; ++i)
+    for (int q = 0; q < NGR; ++q) wv[i][q] = _mm512_set1_epi32(wrow[i * 2 + q]);
+  const __m512i m64 = _mm512_set1_epi64(rec.m64), r64 = _mm512_set1_epi64(rec.r64);
+  const __m512i start = _mm512_set1_epi32(rec.start);
+  const __m128i cnt = _mm_cvtsi32_si128(rec.shift - 32);
+  const bool fast = rec.fast;
+  const __mmask64 full = (~__mmask64{0}) >> (64 - need);
+  for (int64_t oh = 0; oh < OH; oh += 2) {
+    const bool second = oh + 1 < OH;
+    const int64_t top = oh - d.pt;
+    for (int64_t q0 = 0; q0 < OW; q0 += 16) {
+      const int64_t n = OW - q0 < 16 ? OW - q0 : 16;
+      const int64_t c0 = q0 * d.sw - d.pl;
+      __mmask64 lmask = full;
+      if (c0 < 0 || c0 + need > W) {
+        const int64_t lo_b = c0 < 0 ? -c0 : 0, hi_b = W - c0 < need ? W - c0 : need;
+        lmask = hi_b > lo_b ? (((~__mmask64{0}) >> (64 - hi_b)) & ~((__mmask64{1} << lo_b) - 1)) : __mmask64{0};
+      }
+      __m512i acc0 = start, acc1 = start;
+#pragma GCC unroll 9
+      for (int i = 0; i <= KH; ++i) {
+        const int64_t row = top + i;
+        const __m512i u = static_cast<uint64_t>(row) < static_cast<uint64_t>(H)
+                              ? _mm512_xor_si512(_mm512_mask_loadu_epi8(k.zp8, lmask, xc + row * W + c0), k.flip)
+                              : k.padu;
+#pragma GCC unroll 2
+        for (int q = 0; q < NGR; ++q) {
+          const __m512i t =
+              _mm512_maskz_shuffle_epi8(~__mmask64{0}, _mm512_maskz_permutexvar_epi32(k16, k.perm[q], u), k.shuf);
+          if (i < KH) dpbusd(acc0, t, wv[i][q]);
+          if (i > 0) dpbusd(acc1, t, wv[i - 1][q]);
+        }
+      }
+      const __mmask16 live = static_cast<__mmask16>((uint32_t{1} << n) - 1);
+      const rq::Multiplier mul{rec.m, rec.shift};
+      _mm_mask_storeu_epi8(yc + oh * OW + q0, live,
+                           fast ? requant_fast(acc0, m64, r64, cnt, k.lo8, k.hi8)
+                                : kernels::requantize16(acc0, mul, io.y_zero_point, io.lo, io.hi));
+      if (second)
+        _mm_mask_storeu_epi8(yc + (oh + 1) * OW + q0, live,
+                             fast ? requant_fast(acc1, m64, r64, cnt, k.lo8, k.hi8)
+                                  : kernels::requantize16(acc1, mul, io.y_zero_point, io.lo, io.hi));
+    }
+  }
+}
+
 using DwChannelFn = void (*)(const DwArgs&, const DwConst&, const int8_t*, int8_t*, const int32_t*, int64_t, int,
                              const ChanRec&, const kernels::QuantIO&);
 
-DwChannelFn dw_channel_fn(int64_t kh, int ngr, bool pair) {
-  if (kh == 3 && ngr == 1) return pair ? dw_channel<3, 1, true> : dw_channel<3, 1, false>;
-  if (kh == 5 && ngr == 2) return pair ? dw_channel<5, 2, true> : dw_channel<5, 2, false>;
+DwChannelFn dw_channel_fn(int64_t kh, int ngr, bool pair, bool two) {
+  if (kh == 3 && ngr == 1) return pair ? dw_channel<3, 1, true> : two ? dw_channel_two<3, 1> : dw_channel<3, 1, false>;
+  if (kh == 5 && ngr == 2) return pair ? dw_channel<5, 2, true> : two ? dw_channel_two<5, 2> : dw_channel<5, 2, false>;
   return pair ? dw_channel<0, 0, true> : dw_channel<0, 0, false>;
 }
 
@@ -685,7 +738,7 @@ void depthwise_dot(const KernelContext& ctx, const Plan& p, const TensorView* in
     k.lo8 = _mm_set1_epi8(static_cast<char>(io.lo));
     k.hi8 = _mm_set1_epi8(static_cast<char>(io.hi));
   }
-  const DwChannelFn channel_fn = dw_channel_fn(kh, ngr, pair);
+  const DwChannelFn channel_fn = dw_channel_fn(kh, ngr, pair, g.sh == 1 && g.dh == 1);
   const DwArgs d{H, W, OH, OW, g.sh, sw, g.dh, g.pt, g.pl, (per - 1) * sw + 4 * ngr, per};  // need: <= 62 bytes
   kernels::parallel_chunks(ctx.pool, g.n * g.o, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
