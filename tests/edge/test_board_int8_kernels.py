@@ -1,18 +1,27 @@
-"""The AArch64 dot-product int8 set (runtime/kernels/neon64dot/: qconv2d, qadd, quantize, dequantize) on the emulated
-rk3588 (qemu-aarch64 -cpu cortex-a76, which has FEAT_DotProd): chosen by the board's ISA list ("dotprod"), bit-exact
-with the host's portable int8 kernels on every shape its code paths split on, the same bits for any thread count, and
-taken by both kernel policies (the set is exact).
+"""The int8 kernel sets of the boards, bit-exact with the host's portable int8 kernels under QEMU:
+
+- rk3588 (qemu-aarch64 -cpu cortex-a76, which has FEAT_DotProd): the AArch64 dot-product set
+  (runtime/kernels/neon64dot/: qconv2d, qadd, quantize, dequantize), chosen by the board's ISA list ("dotprod");
+- rv1126 (qemu-arm -cpu cortex-a7: armv7-a NEON, no dot product): the armv7 set (runtime/kernels/neon32int8/:
+  qconv2d on widening multiply-accumulates, qadd), chosen by the board's ISA list ("neon").
+
+Each board runs the same cases: the same bits as the host for any thread count, and both kernel policies take the
+board's int8 set (it is exact).
 
 The cases cover the dense GEMM's tiles (1-3 vectors of 4 positions, partial vectors, 8-channel panels with fewer
 channels, channel blocks past the group's channels, column strides 1, 2 and 3 through the phase-split copy, dilation,
 groups, 16- and 8-column copy chunks with the overlapping last chunk), the depthwise kernels (the windows path for
 kernels up to 4 columns at column stride 1 and 2, with 1, 2 and 4 vectors a step; the generic path for wider, strided
-or dilated kernels), qadd (vectors and the broadcasting fallback), quantize's NaN, infinities, ties and saturation."""
+or dilated kernels), qadd (vectors and the broadcasting fallback), quantize's NaN, infinities, ties and saturation;
+on rv1126 the same shapes cover its 8-position x 4-channel tiles (partial tiles and panels, odd step counts) and its
+8- and 16-position depthwise steps, and "extreme_weights" puts weights of -128 and 127 against inputs at both ends
+of the int8 range with a far zero point (|x - x_zero_point| up to 255)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
+from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
@@ -27,7 +36,11 @@ from dtorch.edge.build import build_bundle
 from dtorch.edge.build_plan import make_plan
 from dtorch.edge.oplist import OpList
 
-BOARD = "rk3588"
+# board -> the int8 kernel set each operator takes there (both policies)
+BOARDS = {
+    "rk3588": {"qconv2d": "neon64dot", "qadd": "neon64dot", "quantize": "neon64dot"},
+    "rv1126": {"qconv2d": "neon32int8", "qadd": "neon32int8"},
+}
 
 # name: (in channels, out channels, kernel, stride, padding, dilation, groups, input (n, h, w), activation, bias)
 CONVS = {
@@ -87,6 +100,32 @@ class BroadcastAdd(nn.Module):
         return y + self.pool(y)
 
 
+# name: (channels in, channels out, groups, input (n, h, w)): 3x3 convolutions, padding 1, whose int8 weights are
+# rewritten to the ends of the int8 range (-128, which the quantizer never gives, and 127) and the input calibrated
+# on values >= 0 (x_zero_point -128) and run on values far beyond both ends (x - x_zero_point from 0 to 255).
+EXTREMES = {
+    "extreme_weights": (5, 7, 1, (1, 9, 19)),
+    "extreme_weights_dw": (6, 6, 6, (1, 11, 21)),
+}
+
+
+def _extreme(ci: int, co: int, groups: int, shape: tuple[int, ...], seed: int):  # type: ignore[no-untyped-def]
+    dt.manual_seed(seed)
+    model = nn.Sequential(nn.Conv2d(ci, co, 3, padding=1, groups=groups)).eval()
+    rng = np.random.default_rng(seed)
+    q = dt.quant.quantize(model, [np.abs(rng.standard_normal(shape)).astype(np.float32) for _ in range(3)])
+    node = next(n for n in q.graph.nodes if n.op == "qconv2d")
+    assert node.attrs["x_zero_point"] == -128
+    w = node.inputs[1].data
+    node.inputs[1].data = rng.choice(np.array([-128, 127, -127, -1, 0, 1, 64], np.int8), size=w.shape,
+                                     p=[0.35, 0.35, 0.1, 0.05, 0.05, 0.05, 0.05]).astype(np.int8)
+    # outputs inside the int8 range mostly: multipliers about 1 / (sqrt(K) * 128), as the sums reach sqrt(K) * 128 * 128
+    mult = rng.uniform(0.3, 0.8, size=w.shape[0]) / (np.sqrt(w[0].size) * 128.0)
+    node.inputs[2].data = (mult * node.attrs["y_scale"] / node.attrs["x_scale"]).astype(np.float32)
+    x = (rng.standard_normal(shape) * 4.0).astype(np.float32)  # about half below 0 (-> -128), many above the max
+    return q, x
+
+
 def _calibration(shape: tuple[int, ...], seed: int) -> list[np.ndarray]:
     rng = np.random.default_rng(seed)
     return [rng.standard_normal(shape).astype(np.float32) for _ in range(3)]
@@ -110,6 +149,10 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
         x = np.random.default_rng(100 + i).standard_normal(shape).astype(np.float32)
         dt.export(q, dt.from_numpy(x), str(root / f"{name}.dtm"))
         np.save(root / f"{name}.npy", x)
+    for i, (name, (ci, co, g, (n, h, w))) in enumerate(EXTREMES.items()):
+        q, x = _extreme(ci, co, g, (n, ci, h, w), 50 + i)
+        dt.export(q, dt.from_numpy(x), str(root / f"{name}.dtm"))
+        np.save(root / f"{name}.npy", x)
     # quantize's edge values: NaN (-> the zero point), +-inf and huge values (saturation), halves of the scale (ties)
     graph = read_dtm(root / "pointwise.dtm").to_graph()[0]
     scale = float(next(n for n in graph.nodes if n.op == "quantize").attrs["scale"])
@@ -121,22 +164,29 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
     return root
 
 
-@pytest.fixture(scope="module")
-def dist(cases: Path) -> Path:
-    res = build_bundle(BOARD, sorted(cases.glob("*.dtm")), out=cases / "dist", compare_full=False, agent=False,
-                       log=lambda _m: None, progress=False)
-    return res.dist
+@dataclass(frozen=True)
+class Bundle:
+    board: str
+    dist: Path
 
 
-def _run(dist: Path, model: Path, npy: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    argv = load_board(BOARD).emulator.command(dist / "dtorch-run", str(model), "--input", str(npy), *args)
+@pytest.fixture(scope="module", params=sorted(BOARDS))
+def dist(request: pytest.FixtureRequest, cases: Path) -> Bundle:
+    board = request.param
+    res = build_bundle(board, sorted(cases.glob("*.dtm")), out=cases / f"dist-{board}", compare_full=False,
+                       agent=False, log=lambda _m: None, progress=False)
+    return Bundle(board, res.dist)
+
+
+def _run(dist: Bundle, model: Path, npy: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    argv = load_board(dist.board).emulator.command(dist.dist / "dtorch-run", str(model), "--input", str(npy), *args)
     r = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert r.returncode == 0, r.stderr
     return r
 
 
-def _output(dist: Path, model: Path, npy: Path, tag: str, *args: str) -> np.ndarray:
-    out = dist / f"{model.stem}.{npy.stem}.{tag}.npy"
+def _output(dist: Bundle, model: Path, npy: Path, tag: str, *args: str) -> np.ndarray:
+    out = dist.dist / f"{model.stem}.{npy.stem}.{tag}.npy"
     _run(dist, model, npy, "--output", str(out), *args)
     return np.load(out)
 
@@ -146,7 +196,7 @@ def _host(model: Path, npy: Path) -> np.ndarray:
     return host.run(None, {host.get_inputs()[0].name: np.load(npy)})[0]
 
 
-@pytest.mark.parametrize("name", [*sorted(CONVS), "residual", "broadcast_add"])
+@pytest.mark.parametrize("name", [*sorted(CONVS), *sorted(EXTREMES), "residual", "broadcast_add"])
 def test_int8_board_kernels_give_the_portable_bits(cases, dist, name):
     model, npy = cases / f"{name}.dtm", cases / f"{name}.npy"
     want = _host(model, npy)
@@ -164,18 +214,19 @@ def test_quantize_edge_values_give_the_portable_bits(cases, dist):
     assert got.tobytes() == want.tobytes()
 
 
-def _sets(dist: Path, model: Path, npy: Path, kernels: str) -> dict[str, str]:
+def _sets(dist: Bundle, model: Path, npy: Path, kernels: str) -> dict[str, str]:
     r = _run(dist, model, npy, "--bench", "1", "--profile", "--json", "--threads", "1", "--kernels", kernels)
     rep = [json.loads(line) for line in r.stdout.splitlines() if '"profile"' in line][-1]
     return {n["op"]: n["kernel_set"] for n in rep["profile"]}
 
 
 @pytest.mark.parametrize("kernels", ["fast", "exact"])
-def test_both_policies_run_the_dot_product_set(cases, dist, kernels):
+def test_both_policies_run_the_boards_int8_set(cases, dist, kernels):
     sets = _sets(dist, cases / "residual.dtm", cases / "residual.npy", kernels)
-    assert sets["qconv2d"] == "neon64dot" and sets["qadd"] == "neon64dot" and sets["quantize"] == "neon64dot"
-    manifest = json.loads((dist / "manifest.json").read_text())
-    assert manifest["sizes"]["kernel_set_bytes"]["neon64dot"] > 0
+    want = BOARDS[dist.board]
+    assert {op: sets[op] for op in want} == want
+    manifest = json.loads((dist.dist / "manifest.json").read_text())
+    assert manifest["sizes"]["kernel_set_bytes"][want["qconv2d"]] > 0
     assert {m["precision"] for m in manifest["models"]} == {"int8"}
 
 
@@ -188,6 +239,9 @@ def test_the_board_isa_list_chooses_the_dot_product_set():
     assert "neon64dot" not in make_plan("rpi4", ops=int8).kernel_sets  # Cortex-A72: no dot product
     assert "neon64dot" in make_plan("rk3588", ops=int8, kernels="exact").kernel_sets  # exact: the same bits
     assert "neon64dot" not in make_plan("rv1126", ops=int8).kernel_sets
+    assert "neon32int8" in make_plan("rv1126", ops=int8).kernel_sets  # armv7 NEON: widening multiplies
+    assert "neon32int8" in make_plan("rv1126", ops=int8, kernels="exact").kernel_sets  # the same bits
+    assert "neon32int8" not in make_plan("rk3588", ops=int8).kernel_sets
 
 
 def test_a_runtime_without_an_int8_kernel_refuses_the_model_naming_it(cases, dist, tmp_path):
@@ -200,7 +254,7 @@ def test_a_runtime_without_an_int8_kernel_refuses_the_model_naming_it(cases, dis
     dt.export(q, dt.randn(1, 12), str(path))
     npy = tmp_path / "x.npy"
     np.save(npy, np.zeros((1, 12), np.float32))
-    argv = load_board(BOARD).emulator.command(dist / "dtorch-run", str(path), "--input", str(npy))
+    argv = load_board(dist.board).emulator.command(dist.dist / "dtorch-run", str(path), "--input", str(npy))
     r = subprocess.run(argv, capture_output=True, text=True, timeout=600)
     assert r.returncode != 0
     assert "model needs operator 'qlinear' (int8), which this runtime was built without" in r.stderr

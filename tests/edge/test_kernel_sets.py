@@ -20,7 +20,7 @@ def test_the_x86_64_sets_and_their_flags():
     assert "-mavx512f" in sets["avx512"].flags and "-mfma" in sets["avx2"].flags
     assert all(ks.sources() for ks in sets.values())
     assert {ks.name for ks in kernel_sets(RUNTIME, "aarch64")} == {"neon64", "neon64dot"}  # never the x86-64 sets
-    assert {ks.name for ks in kernel_sets(RUNTIME, "armv7")} == {"neon32"}
+    assert {ks.name for ks in kernel_sets(RUNTIME, "armv7")} == {"neon32", "neon32int8"}
     assert {ks.name for ks in kernel_sets(RUNTIME, "riscv64")} == {"rvv"}
     assert {ks.name for ks in kernel_sets(RUNTIME, "x86_64")} == {"x86", "avx2", "avx512", "vnni"}
     assert "-mavx512vnni" in sets["vnni"].flags and sets["vnni"].exact  # int8: the portable bits
@@ -44,6 +44,11 @@ def test_a_board_takes_the_sets_its_isa_list_calls_for():
     assert dot.flags == ("-DDTORCH_KERNEL_ISA=isa_neon64dot", "-DDTORCH_KERNEL_RANK=25")
     assert dot.for_board("aarch64", ["armv8.2-a", "neon", "fp16", "dotprod"])
     assert not dot.for_board("aarch64", ["armv8-a", "neon"])  # Cortex-A72 (rpi4): no dot product
+    i8 = sets["neon32int8"]  # int8 on armv7 NEON's widening multiplies (no dot product): the portable bits
+    assert i8.requires == ("neon",) and i8.exact and not sets["neon32"].exact
+    assert i8.flags == ("-DDTORCH_KERNEL_ISA=isa_neon32int8", "-DDTORCH_KERNEL_RANK=20")
+    assert i8.for_board("armv7", ["armv7-a", "neon", "vfpv4", "thumb2"]) and i8.for_board("armv7", ["armv7-a", "neon"])
+    assert not i8.for_board("aarch64", ["armv8.2-a", "neon", "dotprod"]) and not i8.for_board("armv7", ["armv7-a"])
     assert sets["neon64"].rank == 15 and sets["x86"].rank == 10 and sets["vnni"].rank == 25
     # host-only sets (no `requires`: they check the CPU when they register) never go to a board
     assert not any(sets[n].for_board("x86_64", ["avx2", "fma", "avx512f"]) for n in ("x86", "avx2", "avx512", "vnni"))

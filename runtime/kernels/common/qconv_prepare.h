@@ -10,6 +10,7 @@
 #include "core/kernel.h"
 #include "kernels/common/conv_geometry.h"
 #include "kernels/common/isa.h"
+#include "kernels/common/util.h"
 
 namespace dtorch {
 namespace kernels {
@@ -47,6 +48,42 @@ inline int32_t qconv_start(const int32_t* bias, int64_t o, int32_t x_offset, int
   int32_t r;
   memcpy(&r, &s, sizeof r);
   return r;
+}
+
+// A qconv2d prepare hook (core/kernel.h) for a set that packs the weights of every node but the depthwise ones
+// (cg = og = 1): Bytes(g) bytes, written by Pack(g, weights, dst) when dst is given.
+template <int64_t (*Bytes)(const ConvGeometry&), void (*Pack)(const ConvGeometry&, const int8_t*, void*)>
+Status qconv_prepare_packed(const Attrs& attrs, const TensorView* in, int n_in, void* dst, size_t* bytes) {
+  *bytes = 0;
+  ConvGeometry g{};
+  if (!qconv_weight_geometry(attrs, in, n_in, &g)) return Status::Ok();
+  if (g.cg == 1 && g.og == 1) return Status::Ok();  // depthwise: no packed weights
+  *bytes = static_cast<size_t>(Bytes(g));
+  if (dst != nullptr) Pack(g, in[1].as<const int8_t>(), dst);
+  return Status::Ok();
+}
+
+// What a SIMD set's qconv2d run checks before its own arithmetic, after the portable kernel's infer (`portable`:
+// its checks, errors and output shape) and the set's plan gave the geometry g: the output is the int8 (N, O, OH, OW)
+// tensor infer gave, and the scratch holds the `need` bytes the set's infer asked for.
+inline Status qconv_portable_shape(const char* op, const KernelDef* portable, const KernelContext& ctx,
+                                   const TensorView* in, int n_in, int n_out, Shape* shape) {
+  DTORCH_RETURN_IF_ERROR(check_num_outputs(op, n_out, 1));
+  if (portable == nullptr) return op_error(StatusCode::kInternal, op, "the portable kernel is not registered");
+  size_t portable_scratch = 0;
+  return portable->infer(*ctx.attrs, in, n_in, shape, n_out, &portable_scratch);
+}
+
+inline Status check_qconv_output(const char* op, const KernelContext& ctx, const TensorView& out,
+                                 const ConvGeometry& g, size_t need) {
+  if (out.dtype != DType::kInt8 || out.shape.ndim != 4 || out.shape.dims[0] != g.n || out.shape.dims[1] != g.o ||
+      out.shape.dims[2] != g.oh || out.shape.dims[3] != g.ow)
+    return op_error(StatusCode::kInternal, op, "output %s is not the int8 (N, O, OH, OW) infer gave",
+                    ::dtorch::shape_str(out.shape).c_str());
+  if (out.shape.numel() != 0 && ctx.scratch_bytes < need)
+    return op_error(StatusCode::kInternal, op, "scratch of %zu bytes is smaller than the %zu bytes infer asked for",
+                    ctx.scratch_bytes, need);
+  return Status::Ok();
 }
 
 }  // inline namespace DTORCH_ISA

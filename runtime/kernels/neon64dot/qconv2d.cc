@@ -13,7 +13,7 @@
 // - Register tile: up to kNV x 4 positions of one output row x 8 output channels (24 accumulators, 4 positions of one
 //   channel each), starting at bias - x_zero_point * sum(w): what x - x_zero_point takes back, a padding tap adding
 //   w * 0 net.
-// - Epilogue: requant_* (kernels/neon64dot/neon64dot.h) per channel, stored straight to the NCHW output row.
+// - Epilogue: requant_* (kernels/common/requant_neon.h) per channel, stored straight to the NCHW output row.
 // Depthwise convolutions (one input and one output channel per group): `depthwise` below.
 #include <cstdint>
 #include <cstring>
@@ -29,6 +29,7 @@ namespace dtorch {
 namespace {
 
 using kernels::op_error;
+using kernels::store_partial;
 namespace rq = kernels::requant;
 constexpr char kOp[] = "qconv2d";
 constexpr int kNV = 3;      // 4-position vectors per tile
@@ -82,9 +83,7 @@ int64_t scratch_bytes_of(const Plan& p) {
 }
 
 Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int n_out, size_t* scratch_bytes) {
-  const KernelDef* k = portable();
-  if (k == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
-  DTORCH_RETURN_IF_ERROR(k->infer(attrs, in, n_in, out, n_out, scratch_bytes));
+  DTORCH_RETURN_IF_ERROR((kernels::portable_infer<kOp, DType::kInt8>(attrs, in, n_in, out, n_out, scratch_bytes)));
   Plan p;
   DTORCH_RETURN_IF_ERROR(plan_of(attrs, in, out[0], &p));
   if (p.direct) {
@@ -97,7 +96,8 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
 
 // Packed weights: per group and panel [steps][8][4] s8, step = (q * kh + i) * kw + j for channels 4q .. 4q + 3 and
 // tap (i, j) (0 past the group's channels), then each output channel's weight sum (int32, wrapping).
-void pack(const kernels::ConvGeometry& g, const int8_t* w, uint8_t* dst) {
+void pack(const kernels::ConvGeometry& g, const int8_t* w, void* out) {
+  uint8_t* dst = static_cast<uint8_t*>(out);
   const int64_t cq = kernels::ceil_div(g.cg, 4), panels = kernels::ceil_div(g.og, kNR);
   const int64_t steps = cq * g.kh * g.kw, K = g.cg * g.kh * g.kw;
   int8_t* wp = reinterpret_cast<int8_t*>(dst);
@@ -115,16 +115,6 @@ void pack(const kernels::ConvGeometry& g, const int8_t* w, uint8_t* dst) {
     }
   int32_t* sums = reinterpret_cast<int32_t*>(dst + packed_weight_bytes(g));
   kernels::qconv_weight_sums(w, g.o, K, sums);
-}
-
-Status prepare(const Attrs& attrs, const TensorView* in, int n_in, void* dst, size_t* bytes) {
-  *bytes = 0;
-  kernels::ConvGeometry g{};
-  if (!kernels::qconv_weight_geometry(attrs, in, n_in, &g)) return Status::Ok();
-  if (g.cg == 1 && g.og == 1) return Status::Ok();  // depthwise: no packed weights
-  *bytes = static_cast<size_t>(packed_bytes(g));
-  if (dst != nullptr) pack(g, in[1].as<const int8_t>(), static_cast<uint8_t*>(dst));
-  return Status::Ok();
 }
 
 // 4 rows of 16 bytes (channels 0-3 of 16 columns) -> 64 bytes: column t's 4 channels at 4t.
@@ -237,28 +227,6 @@ struct TileArgs {
   int64_t ys;           // output channel stride
   kernels::Requant out; // the output's zero point and clamp (the same for every channel)
 };
-
-// The first n bytes of v to y.
-__attribute__((always_inline)) inline void store_partial(int8x16_t v, int n, int8_t* y) {
-  // 8, 4, 2 and 1 bytes as n's bits say, shifting v down after each (no call, no byte loop: the tiles' accumulators
-  // stay in registers); never a byte past y[n - 1], which another unit writes
-  if (n & 8) {
-    vst1_s8(y, vget_low_s8(v));
-    y += 8;
-    v = vextq_s8(v, v, 8);
-  }
-  if (n & 4) {
-    vst1q_lane_s32(reinterpret_cast<int32_t*>(y), vreinterpretq_s32_s8(v), 0);
-    y += 4;
-    v = vextq_s8(v, v, 4);
-  }
-  if (n & 2) {
-    vst1q_lane_s16(reinterpret_cast<int16_t*>(y), vreinterpretq_s16_s8(v), 0);
-    y += 2;
-    v = vextq_s8(v, v, 2);
-  }
-  if (n & 1) vst1q_lane_s8(y, v, 0);
-}
 
 template <int NV, int K>  // K: the panel's multipliers' kind (requant_apply), -1 when they differ
 void tile(const TileArgs& a) {
@@ -633,32 +601,20 @@ Status depthwise(const KernelContext& ctx, const Plan& p, const int8_t* x, const
 }
 
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
-  if (portable() == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
   Shape shape;
-  size_t portable_scratch = 0;
-  DTORCH_RETURN_IF_ERROR(portable()->infer(*ctx.attrs, in, n_in, &shape, n_out, &portable_scratch));
+  DTORCH_RETURN_IF_ERROR(kernels::qconv_portable_shape(kOp, portable(), ctx, in, n_in, n_out, &shape));
   Plan p;
   DTORCH_RETURN_IF_ERROR(plan_of(*ctx.attrs, in, shape, &p));
   const kernels::ConvGeometry& g = p.g;
   DTORCH_RETURN_IF_ERROR(kernels::check_weight_scales(kOp, p.io, in[2], g.o));
-  if (out[0].dtype != DType::kInt8 || out[0].shape.ndim != 4 || out[0].shape.dims[0] != g.n ||
-      out[0].shape.dims[1] != g.o || out[0].shape.dims[2] != g.oh || out[0].shape.dims[3] != g.ow)
-    return op_error(StatusCode::kInternal, kOp, "output %s is not the int8 (N, O, OH, OW) infer gave",
-                    ::dtorch::shape_str(out[0].shape).c_str());
+  if (!p.direct && g.kh * g.kw > kDwMaxTaps) return portable()->run(ctx, in, n_in, out, n_out);
+  const size_t need = static_cast<size_t>(p.direct ? scratch_bytes_of(p) : dw_scratch_bytes(p));
+  DTORCH_RETURN_IF_ERROR(kernels::check_qconv_output(kOp, ctx, out[0], g, need));
   if (out[0].shape.numel() == 0) return Status::Ok();
   const float* ws = in[2].as<const float>();
   const int32_t* bias = kernels::optional_present(in, n_in, 3) ? in[3].as<const int32_t>() : nullptr;
-  if (!p.direct && g.kh * g.kw > kDwMaxTaps) return portable()->run(ctx, in, n_in, out, n_out);
-  if (!p.direct && ctx.scratch_bytes < static_cast<size_t>(dw_scratch_bytes(p)))
-    return op_error(StatusCode::kInternal, kOp, "scratch of %zu bytes is smaller than the %zu bytes infer asked for",
-                    ctx.scratch_bytes, static_cast<size_t>(dw_scratch_bytes(p)));
   if (!p.direct)
     return depthwise(ctx, p, in[0].as<const int8_t>(), in[1].as<const int8_t>(), ws, bias, out[0].as<int8_t>());
-  const size_t need = static_cast<size_t>(scratch_bytes_of(p));
-  if (ctx.scratch_bytes < need)
-    return op_error(StatusCode::kInternal, kOp, "scratch of %zu bytes is smaller than the %zu bytes infer asked for",
-                    ctx.scratch_bytes, need);
   uint8_t* scratch = static_cast<uint8_t*>(ctx.scratch);
   const int64_t pb = packed_bytes(g);
   const uint8_t* packed = static_cast<const uint8_t*>(ctx.prepared);
@@ -729,5 +685,6 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
 }
 
 }  // namespace
-DTORCH_REGISTER_NEON64DOT_KERNEL(qconv2d, DType::kInt8, infer, run, prepare);
+DTORCH_REGISTER_NEON64DOT_KERNEL(qconv2d, DType::kInt8, infer, run,
+                                 (kernels::qconv_prepare_packed<packed_bytes, pack>));
 }  // namespace dtorch
