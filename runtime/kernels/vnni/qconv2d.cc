@@ -270,13 +270,17 @@ void copy_in(ThreadPool* pool, const Plan& p, const int8_t* x0, int64_t gi, uint
   const int64_t plane = g.h * g.w, phase_bytes = p.plane * 4;
   const bool plain = g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pb == 0 && g.pl == 0 && g.pr == 0;
   const int8_t* xg = x0 + gi * g.cg * plane;
-  kernels::parallel_chunks(pool, p.cb, 1, [&](int64_t b0, int64_t b1) {  // borders and slack of every phase plane
-    for (int64_t b = b0; b < b1; ++b) {
-      uint8_t* blk = xs + b * g.sh * g.sw * phase_bytes;
-      if (plain) std::memset(blk + plane * 4, pad, static_cast<size_t>((p.plane - plane) * 4));
-      else std::memset(blk, pad, static_cast<size_t>(g.sh * g.sw * phase_bytes));
-    }
-  });
+  // The borders and slack of every phase plane (with padding or strides: the whole copy, in 64 KiB pieces).
+  if (plain) {
+    for (int64_t b = 0; b < p.cb; ++b)
+      std::memset(xs + b * phase_bytes + plane * 4, pad, static_cast<size_t>((p.plane - plane) * 4));
+  } else {
+    constexpr int64_t kPiece = 65536;
+    kernels::parallel_chunks(pool, kernels::ceil_div(p.copy, kPiece), 1, [&](int64_t c0, int64_t c1) {
+      const int64_t b0 = c0 * kPiece, b1 = c1 * kPiece < p.copy ? c1 * kPiece : p.copy;
+      std::memset(xs + b0, pad, static_cast<size_t>(b1 - b0));
+    });
+  }
   // Units: (block, row), or for a plain copy (block, 1024-position chunk of the plane).
   constexpr int64_t kChunk = 1024;
   const int64_t rows = plain ? kernels::ceil_div(plane, kChunk) : g.h, row_len = plain ? kChunk : g.w;
