@@ -14,14 +14,16 @@ groups, 16- and 8-column copy chunks with the overlapping last chunk), the depth
 kernels up to 4 columns at column stride 1 and 2, with 1, 2 and 4 vectors a step; the generic path for wider, strided
 or dilated kernels), qadd (vectors and the broadcasting fallback), quantize's NaN, infinities, ties and saturation;
 on rv1126 the same shapes cover its 8-position x 4-channel tiles (partial tiles and panels, odd step counts) and its
-8- and 16-position depthwise steps, and "extreme_weights" puts weights of -128 and 127 against inputs at both ends
-of the int8 range with a far zero point (|x - x_zero_point| up to 255)."""
+8- and 16-position depthwise steps, and the "extreme_weights" cases put weights of -128 and 127 against inputs at both
+ends of the int8 range with a far zero point (|x - x_zero_point| up to 255; on rk3588, the depthwise kernels' int16
+pairs of products reach 32768)."""
 
 from __future__ import annotations
 
 import json
 import subprocess
 from dataclasses import dataclass
+from typing import Any
 from pathlib import Path
 
 import numpy as np
@@ -100,18 +102,19 @@ class BroadcastAdd(nn.Module):
         return y + self.pool(y)
 
 
-# name: (channels in, channels out, groups, input (n, h, w)): 3x3 convolutions, padding 1, whose int8 weights are
-# rewritten to the ends of the int8 range (-128, which the quantizer never gives, and 127) and the input calibrated
+# name: (channels in, channels out, groups, input (n, h, w), kernel): k x k convolutions, padding k // 2, whose int8
+# weights are rewritten to the ends of the int8 range (-128, which the quantizer never gives, and 127) and the input calibrated
 # on values >= 0 (x_zero_point -128) and run on values far beyond both ends (x - x_zero_point from 0 to 255).
 EXTREMES = {
-    "extreme_weights": (5, 7, 1, (1, 9, 19)),
-    "extreme_weights_dw": (6, 6, 6, (1, 11, 21)),
+    "extreme_weights": (5, 7, 1, (1, 9, 19), 3),
+    "extreme_weights_dw": (6, 6, 6, (1, 11, 21), 3),
+    "extreme_weights_dw5": (6, 6, 6, (1, 11, 21), 5),  # neon64dot: past the windows path (int16 pairs of products)
 }
 
 
-def _extreme(ci: int, co: int, groups: int, shape: tuple[int, ...], seed: int):  # type: ignore[no-untyped-def]
+def _extreme(ci: int, co: int, groups: int, shape: tuple[int, ...], seed: int, k: int) -> tuple[Any, np.ndarray]:
     dt.manual_seed(seed)
-    model = nn.Sequential(nn.Conv2d(ci, co, 3, padding=1, groups=groups)).eval()
+    model = nn.Sequential(nn.Conv2d(ci, co, k, padding=k // 2, groups=groups)).eval()
     rng = np.random.default_rng(seed)
     q = dt.quant.quantize(model, [np.abs(rng.standard_normal(shape)).astype(np.float32) for _ in range(3)])
     node = next(n for n in q.graph.nodes if n.op == "qconv2d")
@@ -149,8 +152,8 @@ def cases(tmp_path_factory: pytest.TempPathFactory) -> Path:
         x = np.random.default_rng(100 + i).standard_normal(shape).astype(np.float32)
         dt.export(q, dt.from_numpy(x), str(root / f"{name}.dtm"))
         np.save(root / f"{name}.npy", x)
-    for i, (name, (ci, co, g, (n, h, w))) in enumerate(EXTREMES.items()):
-        q, x = _extreme(ci, co, g, (n, ci, h, w), 50 + i)
+    for i, (name, (ci, co, g, (n, h, w), k)) in enumerate(EXTREMES.items()):
+        q, x = _extreme(ci, co, g, (n, ci, h, w), 50 + i, k)
         dt.export(q, dt.from_numpy(x), str(root / f"{name}.dtm"))
         np.save(root / f"{name}.npy", x)
     # quantize's edge values: NaN (-> the zero point), +-inf and huge values (saturation), halves of the scale (ties)

@@ -53,7 +53,8 @@ inline Status run(const KernelContext& ctx, const TensorView* in, int n_in, Tens
   DTORCH_RETURN_IF_ERROR(qadd::check_run(*ctx.attrs, in, n_in, out, n_out, &p));
   const Shape& want = out[0].shape;
   if (in[0].shape != want || in[1].shape != want) {
-    if (portable() == nullptr) return op_error(StatusCode::kInternal, qadd::kOp, "the portable kernel is not registered");
+    if (portable() == nullptr)
+      return op_error(StatusCode::kInternal, qadd::kOp, "the portable kernel is not registered");
     return portable()->run(ctx, in, n_in, out, n_out);
   }
   const int8_t* a = in[0].as<const int8_t>();

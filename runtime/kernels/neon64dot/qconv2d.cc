@@ -290,7 +290,8 @@ constexpr TileFn kTiles[4][kNV] = {{tile<1, -1>, tile<2, -1>, tile<3, -1>},
 
 // Depthwise (cg = og = 1): each channel's plane is copied padded and split by column phase as above (bytes, not
 // 4-byte groups: [hp][sw][dw_wq]), then each output row runs 8, 16 or 32 positions a step (dw_step): for each pair of taps, 16
-// products x * w per vector in int16 (|x * w| <= 16256), the pair summed in int16 (<= 32512) before widening into
+// products x * w per vector in int16 (|x * w| <= 16256 for the quantizer's weights in [-127, 127]), the pair summed in
+// int16 (<= 32512; a channel with a weight of -128 reaches 32768 and takes dw_row's kMin form) before widening into
 // the int32 sums, which start at bias - x_zero_point * sum(w). Kernels up to kDwMaxTaps taps; larger ones take the
 // portable kernel.
 int64_t dw_step(int64_t ow);
@@ -386,7 +387,10 @@ void dw_copy(const Plan& p, const int8_t* x, int8_t* plane) {
 
 // One output row of a channel, L (8, 16 or 32) positions a step: row (the plane's first row for it), off[t] (tap t's
 // byte offset from it), w8[t] (tap t's weight in every lane), start, the channel's requantization.
-template <int L>
+// kMin: the channel has a weight of -128 (never from the quantizer, possible in other int8 models). A pair of products
+// then spans [-32512, 32768], one past int16: its int16 sum is taken 1 lower ([-32513, 32767], exact), and start
+// holds the pairs' 1s back (the caller adds taps / 2).
+template <int L, bool kMin>
 void dw_row(const kernels::ConvGeometry& g, const int8_t* row, const int64_t* off, const int8x16_t* w8, int64_t taps,
             int32_t start, const kernels::Requant& rq, int8_t* y) {
   constexpr int kH = L / 8;  // int16x8 sums per step
@@ -407,6 +411,10 @@ void dw_row(const kernels::ConvGeometry& g, const int8_t* row, const int64_t* of
           s[2 * v] = vmlal_s8(vmull_s8(vget_low_s8(a), vget_low_s8(wa)), vget_low_s8(b), vget_low_s8(wb));
           s[2 * v + 1] = vmlal_high_s8(vmull_high_s8(a, wa), b, wb);
         }
+      }
+      if (kMin) {
+        DTORCH_NEON64DOT_UNROLL
+        for (int v = 0; v < kH; ++v) s[v] = vsubq_s16(s[v], vdupq_n_s16(1));
       }
       DTORCH_NEON64DOT_UNROLL
       for (int v = 0; v < kH; ++v) {
@@ -522,6 +530,9 @@ DwWinFn dw_win_fn(const kernels::ConvGeometry& g, int kind) {
 // The step for a row of OW outputs: the narrowest that covers it, else 32.
 int64_t dw_step(int64_t ow) { return ow <= 8 ? 8 : ow <= 16 ? 16 : 32; }
 
+using DwRowFn = void (*)(const kernels::ConvGeometry&, const int8_t*, const int64_t*, const int8x16_t*, int64_t, int32_t,
+                         const kernels::Requant&, int8_t*);
+
 Status depthwise(const KernelContext& ctx, const Plan& p, const int8_t* x, const int8_t* w, const float* ws,
                  const int32_t* bias, int8_t* y) {
   const kernels::ConvGeometry& g = p.g;
@@ -545,7 +556,8 @@ Status depthwise(const KernelContext& ctx, const Plan& p, const int8_t* x, const
       int8x16_t w8[kDwMaxTaps + 1];
       int8x16_t wrow[kDwMaxTaps];
       const int64_t even = taps + (taps & 1);  // an odd count gets a zero-weight tap at the last one's offset
-      int32_t start = 0;
+      int32_t start = 0, start_min = 0;  // start_min: start + the pairs' 1s (dw_row<L, true>)
+      bool min128 = false;               // the channel has a weight of -128
       kernels::Requant rq4{};
       DwWinFn win = nullptr;
       for (int64_t i = 0; i < g.kh; ++i)
@@ -575,6 +587,10 @@ Status depthwise(const KernelContext& ctx, const Plan& p, const int8_t* x, const
           int32_t wsum;
           std::memcpy(&wsum, &sum, sizeof wsum);
           start = kernels::qconv_start(bias, ch, p.io.x_zero_point, wsum);
+          min128 = false;
+          for (int64_t t = 0; t < taps; ++t) min128 = min128 || w[ch * taps + t] == -128;
+          const uint32_t pairs_back = static_cast<uint32_t>(start) + static_cast<uint32_t>(even / 2);
+          std::memcpy(&start_min, &pairs_back, sizeof start_min);
           rq4 = kernels::requant_of(kernels::channel_multiplier(p.io, ws, ch), p.io.y_zero_point, p.io.lo, p.io.hi);
           if (windows) win = dw_win_fn(g, rq4.kind);
         }
@@ -584,12 +600,13 @@ Status depthwise(const KernelContext& ctx, const Plan& p, const int8_t* x, const
         } else {
           for (int64_t h = oh; h < oh_end; ++h) {
             const int8_t* row = planes + ch * pb + h * g.sh * rs;
-            if (step == 8) {
-              dw_row<8>(g, row, off, w8, even, start, rq4, yplane + h * g.ow);
-            } else if (step == 16) {
-              dw_row<16>(g, row, off, w8, even, start, rq4, yplane + h * g.ow);
+            int8_t* yr = yplane + h * g.ow;
+            if (min128) {
+              const DwRowFn f = step == 8 ? dw_row<8, true> : step == 16 ? dw_row<16, true> : dw_row<32, true>;
+              f(g, row, off, w8, even, start_min, rq4, yr);
             } else {
-              dw_row<32>(g, row, off, w8, even, start, rq4, yplane + h * g.ow);
+              const DwRowFn f = step == 8 ? dw_row<8, false> : step == 16 ? dw_row<16, false> : dw_row<32, false>;
+              f(g, row, off, w8, even, start, rq4, yr);
             }
           }
         }
