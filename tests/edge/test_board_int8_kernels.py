@@ -3,7 +3,7 @@
 - rk3588 (qemu-aarch64 -cpu cortex-a76, which has FEAT_DotProd): the AArch64 dot-product set
   (runtime/kernels/neon64dot/: qconv2d, qadd, quantize, dequantize), chosen by the board's ISA list ("dotprod");
 - rv1126 (qemu-arm -cpu cortex-a7: armv7-a NEON, no dot product): the armv7 set (runtime/kernels/neon32int8/:
-  qconv2d on widening multiply-accumulates, qadd), chosen by the board's ISA list ("neon").
+  qconv2d on widening multiply-accumulates, qadd, dequantize), chosen by the board's ISA list ("neon").
 
 Each board runs the same cases: the same bits as the host for any thread count, and both kernel policies take the
 board's int8 set (it is exact).
@@ -40,8 +40,8 @@ from dtorch.edge.oplist import OpList
 
 # board -> the int8 kernel set each operator takes there (both policies)
 BOARDS = {
-    "rk3588": {"qconv2d": "neon64dot", "qadd": "neon64dot", "quantize": "neon64dot"},
-    "rv1126": {"qconv2d": "neon32int8", "qadd": "neon32int8"},
+    "rk3588": {"qconv2d": "neon64dot", "qadd": "neon64dot", "quantize": "neon64dot", "dequantize": "neon64dot"},
+    "rv1126": {"qconv2d": "neon32int8", "qadd": "neon32int8", "dequantize": "neon32int8"},  # quantize: portable
 }
 
 # name: (in channels, out channels, kernel, stride, padding, dilation, groups, input (n, h, w), activation, bias)
