@@ -93,6 +93,7 @@ struct Plan {
   int64_t plane;     // positions per phase plane, with the slack the last block's reads reach
   int64_t copy;      // bytes of one image and group's copy
   bool direct;       // dense or grouped (not depthwise)
+  bool plain;        // 1x1, stride 1, no padding: a block's tiles read only its own positions
 };
 
 // Packed weights: per group and panel [steps][kRO] x 4 s8 (0 past the group's channels and past og), then each
@@ -162,6 +163,7 @@ Status plan_of(const Attrs& attrs, const TensorView* in, const Shape& out, Plan*
   const int64_t lines = kernels::ceil_div(p->plane, 16);
   p->plane = (lines | 1) * 16;
   p->copy = p->cb * g.sh * g.sw * p->plane * 4;
+  p->plain = g.kh == 1 && g.kw == 1 && g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pb == 0 && g.pl == 0 && g.pr == 0;
   return Status::Ok();
 }
 
@@ -369,6 +371,39 @@ void copy_in(ThreadPool* pool, const Plan& p, const int8_t* x0, int64_t gi, uint
   });
 }
 
+// A plain layer's copy (Plan::plain) of positions [pos0, pos1) of every channel block of image x0, group gi: the
+// positions past the plane's end read x_zero_point + 128.
+void copy_plain(const Plan& p, const int8_t* x0, int64_t gi, uint8_t* xs, int64_t pos0, int64_t pos1) {
+  const kernels::ConvGeometry& g = p.g;
+  const int64_t hw = g.h * g.w, end = pos1 < hw ? pos1 : hw;
+  const int8_t* xg = x0 + gi * g.cg * hw;
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80)), zero = _mm_setzero_si128();
+  for (int64_t b = 0; b < p.cb; ++b) {
+    const int8_t* src[4];
+    for (int k = 0; k < 4; ++k) src[k] = b * 4 + k < g.cg ? xg + (b * 4 + k) * hw : nullptr;
+    uint8_t* d = xs + b * p.plane * 4;
+    int64_t w = pos0;
+    for (; w + 16 <= end; w += 16) {
+      __m128i r[4];
+      for (int k = 0; k < 4; ++k)
+        r[k] = src[k] != nullptr
+                   ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src[k] + w)), flip)
+                   : zero;
+      interleave4(r[0], r[1], r[2], r[3], d + w * 4);
+    }
+    if (w < end) {
+      const __mmask16 m = static_cast<__mmask16>((uint32_t{1} << (end - w)) - 1);
+      __m128i r[4];
+      for (int k = 0; k < 4; ++k)
+        r[k] = src[k] != nullptr ? _mm_xor_si128(_mm_maskz_loadu_epi8(m, src[k] + w), flip) : zero;
+      interleave4_tail(r[0], r[1], r[2], r[3], d + w * 4, end - w);
+    }
+    if (pos1 > end)
+      std::memset(d + (pos0 > end ? pos0 : end) * 4, p.io.x_zero_point + 128,
+                  static_cast<size_t>((pos1 - (pos0 > end ? pos0 : end)) * 4));
+  }
+}
+
 // Where a vector's 16 virtual outputs go: one masked store per output row it touches.
 struct Seg {
   int64_t off;  // from the channel's output plane; byte l of the vector goes to off + l
@@ -518,20 +553,20 @@ void dense(const KernelContext& ctx, const Plan& p, const TensorView* in, int n_
   for (int64_t img = 0; img < g.n; ++img) {
     const int8_t* x0 = in[0].as<const int8_t>() + img * g.c * g.h * g.w;
     for (int64_t gi = 0; gi < g.groups; ++gi) {
-      copy_in(ctx.pool, p, x0, gi, xs);
       int8_t* yg = y + (img * g.o + gi * g.og) * ohw;
       const int32_t* wg = reinterpret_cast<const int32_t*>(packed) + gi * p.panels * p.steps * kRO;
-      // Order of the tiles: with a short K loop (K <= 64) panel by panel, so that each output channel's plane is
-      // written in one stream (MobileNetV2's 16 -> 96 layer: 0.35 -> 0.29 ms); otherwise block by block, each block's
-      // input read once from L1 for every panel.
+      // The tiles of blocks [b0, b1), every panel. Order: with a short K loop (K <= 64) panel by panel, so that each
+      // output channel's plane is written in one stream (MobileNetV2's 16 -> 96 layer: 0.35 -> 0.29 ms); otherwise
+      // block by block, each block's input read once from L1 for every panel.
       const bool panel_major = p.steps <= 16;
-      kernels::parallel_chunks(ctx.pool, p.blocks * p.panels, 1, [&](int64_t u0, int64_t u1) {
+      auto tiles = [&](int64_t b0, int64_t b1, int64_t u0, int64_t u1) {
+        const int64_t nb = b1 - b0;
         int64_t cur = -1;
         int rv = 0;
         Segs segs;
         for (int64_t u = u0; u < u1; ++u) {
-          const int64_t blk = panel_major ? u % p.blocks : u / p.panels;
-          const int64_t pan = panel_major ? u / p.blocks : u % p.panels;
+          const int64_t blk = b0 + (panel_major ? u % nb : u / p.panels);
+          const int64_t pan = panel_major ? u / nb : u % p.panels;
           if (blk != cur) {
             cur = blk;
             const int64_t left = kernels::ceil_div(p.vpos - blk * kVP, 16);
@@ -543,7 +578,20 @@ void dense(const KernelContext& ctx, const Plan& p, const TensorView* in, int n_
                             yg + o0 * ohw, ohw, &segs, &p.io};
           kTiles[ro - 1][rv - 1](ta);
         }
-      });
+      };
+      if (p.plain) {
+        // 1x1, stride 1, no padding: a block's tiles read only its own positions, so each thread copies the
+        // positions of its blocks and runs their tiles, in one parallel region (no barrier between copy and tiles).
+        kernels::parallel_chunks(ctx.pool, p.blocks, 1, [&](int64_t b0, int64_t b1) {
+          copy_plain(p, x0, gi, xs, b0 * kVP, b1 * kVP);
+          tiles(b0, b1, 0, (b1 - b0) * p.panels);
+        });
+      } else {
+        copy_in(ctx.pool, p, x0, gi, xs);
+        kernels::parallel_chunks(ctx.pool, p.blocks * p.panels, 1, [&](int64_t u0, int64_t u1) {
+          tiles(0, p.blocks, u0, u1);
+        });
+      }
     }
   }
 }
