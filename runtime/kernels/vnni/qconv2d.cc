@@ -64,20 +64,9 @@ ChanRec chan_rec(const kernels::QuantIO& io, const float* ws, const int32_t* bia
   r.start = kernels::qconv_start(bias, o, 128 + io.x_zero_point, wsum);
   r.m = mul.m;
   r.shift = mul.shift;
-  r.fast = mul.shift >= 32 && mul.shift <= 54;
   r.m64 = mul.m;
-  if (r.fast)  // |zp * 2^s| <= 2^61, |acc * m| < 2^62: the sum stays inside int64
-    r.r64 = (int64_t{1} << (mul.shift - 1)) + static_cast<int64_t>(io.y_zero_point) * (int64_t{1} << mul.shift);
+  r.fast = kernels::fast_multiplier(mul, io.y_zero_point, &r.r64);
   return r;
-}
-
-// A vector's 16 requantized outputs of one channel on the fast path (see the file comment): m, r and cnt are the
-// channel's m64, r64 and shift - 32.
-inline __m128i requant_fast(__m512i acc, __m512i m, __m512i r, __m128i cnt, __m128i lo8, __m128i hi8) {
-  const __m512i even = _mm512_maskz_add_epi64(k8, _mm512_maskz_mul_epi32(k8, acc, m), r);
-  const __m512i odd = _mm512_maskz_add_epi64(k8, _mm512_maskz_mul_epi32(k8, _mm512_maskz_srli_epi64(k8, acc, 32), m), r);
-  const __m512i v = _mm512_mask_mov_epi32(_mm512_maskz_srli_epi64(k8, even, 32), __mmask16{0xAAAA}, odd);
-  return _mm_min_epi8(_mm_max_epi8(_mm512_maskz_cvtsepi32_epi8(k16, _mm512_maskz_sra_epi32(k16, v, cnt)), lo8), hi8);
 }
 
 struct Plan {
@@ -501,7 +490,7 @@ void tile(const TileArgs& t) {
       const __m512i m = _mm512_set1_epi64(c.m64), r = _mm512_set1_epi64(c.r64);
       const __m128i cnt = _mm_cvtsi32_si128(c.shift - 32);
 #pragma GCC unroll 4
-      for (int k = 0; k < RV; ++k) q[k] = requant_fast(acc[o][k], m, r, cnt, lo8, hi8);
+      for (int k = 0; k < RV; ++k) q[k] = kernels::requant_fast(acc[o][k], m, r, cnt, lo8, hi8);
     } else {
 #pragma GCC unroll 4
       for (int k = 0; k < RV; ++k)
@@ -668,7 +657,7 @@ void dw_channel(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t* yc,
                  _mm512_maskz_shuffle_epi8(~__mmask64{0}, _mm512_maskz_permutexvar_epi32(k16, k.perm[q], u), k.shuf),
                  wv[i][q]);
       }
-      const __m128i v = fast ? requant_fast(acc, m64, r64, cnt, k.lo8, k.hi8)
+      const __m128i v = fast ? kernels::requant_fast(acc, m64, r64, cnt, k.lo8, k.hi8)
                              : kernels::requantize16(acc, rq::Multiplier{rec.m, rec.shift}, io.y_zero_point, io.lo,
                                                      io.hi);
       const __mmask16 live = static_cast<__mmask16>((uint32_t{1} << n) - 1);
@@ -726,11 +715,11 @@ void dw_channel_two(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t*
       const __mmask16 live = static_cast<__mmask16>((uint32_t{1} << n) - 1);
       const rq::Multiplier mul{rec.m, rec.shift};
       _mm_mask_storeu_epi8(yc + oh * OW + q0, live,
-                           fast ? requant_fast(acc0, m64, r64, cnt, k.lo8, k.hi8)
+                           fast ? kernels::requant_fast(acc0, m64, r64, cnt, k.lo8, k.hi8)
                                 : kernels::requantize16(acc0, mul, io.y_zero_point, io.lo, io.hi));
       if (second)
         _mm_mask_storeu_epi8(yc + (oh + 1) * OW + q0, live,
-                             fast ? requant_fast(acc1, m64, r64, cnt, k.lo8, k.hi8)
+                             fast ? kernels::requant_fast(acc1, m64, r64, cnt, k.lo8, k.hi8)
                                   : kernels::requantize16(acc1, mul, io.y_zero_point, io.lo, io.hi));
     }
   }

@@ -58,6 +58,34 @@ __attribute__((always_inline)) inline __m128i requantize16(__m512i acc, const re
   return _mm512_mask_cvtepi32_epi8(_mm_setzero_si128(), __mmask16{0xFFFF}, y);
 }
 
+// requant::apply of 16 int32 lanes with one multiplier whose shift s is in [32, 54] (multipliers in [2^-24, 2^-1)),
+// plus a zero point folded into r: with m the multiplier in each 64-bit lane, r = 2^(s-1) + zero_point * 2^s and
+// cnt = s - 32, the 64-bit products of the even and odd lanes plus r, their high halves (floor by 2^32), then an
+// arithmetic shift by s - 32: floor(floor(a / 2^32) / 2^(s-32)) = floor(a / 2^s). |acc * m| < 2^62 and
+// |zero_point * 2^s| <= 2^61 keep a inside int64; the result is f + zero_point with |f| < 2^30 (no saturation).
+__attribute__((always_inline)) inline __m512i mul_shift_fast(__m512i acc, __m512i m, __m512i r, __m128i cnt) {
+  constexpr __mmask8 k8 = 0xFF;  // the all-lanes mask forms: see requantize16
+  const __m512i even = _mm512_maskz_add_epi64(k8, _mm512_maskz_mul_epi32(k8, acc, m), r);
+  const __m512i odd = _mm512_maskz_add_epi64(k8, _mm512_maskz_mul_epi32(k8, _mm512_maskz_srli_epi64(k8, acc, 32), m), r);
+  const __m512i v = _mm512_mask_mov_epi32(_mm512_maskz_srli_epi64(k8, even, 32), __mmask16{0xAAAA}, odd);
+  return _mm512_maskz_sra_epi32(__mmask16{0xFFFF}, v, cnt);
+}
+
+// requant::requantize of 16 lanes on mul_shift_fast (r with the output zero point): the saturating narrowing to int8
+// is requantize's clamp to [-128, 127], then the activation's [lo, hi] in bytes.
+__attribute__((always_inline)) inline __m128i requant_fast(__m512i acc, __m512i m, __m512i r, __m128i cnt, __m128i lo8,
+                                                           __m128i hi8) {
+  return _mm_min_epi8(_mm_max_epi8(_mm512_maskz_cvtsepi32_epi8(__mmask16{0xFFFF}, mul_shift_fast(acc, m, r, cnt)), lo8),
+                      hi8);
+}
+
+// Whether a multiplier takes the fast path, and its r (2^(s-1) + zero_point * 2^s) when it does.
+inline bool fast_multiplier(const requant::Multiplier& mul, int32_t zero_point, int64_t* r) {
+  if (mul.shift < 32 || mul.shift > 54) return false;
+  *r = (int64_t{1} << (mul.shift - 1)) + static_cast<int64_t>(zero_point) * (int64_t{1} << mul.shift);
+  return true;
+}
+
 }  // inline namespace DTORCH_ISA
 }  // namespace kernels
 }  // namespace dtorch

@@ -4,7 +4,9 @@ operands, requantization edges) and on the shapes the vnni kernel's own paths tu
 padded and strided convolutions (rows narrower than a vector, one column wide, a vector across several rows), the
 stride-2 phase split of 32-column chunks, panels of 1 to 6 channels and blocks of 1 to 4 vectors, MobileNetV2's
 pointwise layers, the depthwise dot path (1 to 8 columns, strides 1 and 2, tall kernels, row and column padding)
-and its fallbacks, and the two requantization paths (shift 32 to 54 and the rest) at their boundaries."""
+and its fallbacks, and the two requantization paths (shift 32 to 54 and the rest) at their boundaries. Then qadd
+(kernels/vnni/qadd.cc) on the x86 set's qadd cases: sizes around its 16-value step, every scale set (the fast path and
+the scales that fall back), every pair of int8 values, the broadcasts (a scalar operand here, the rest falling back)."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import numpy as np
 import pytest
 
 from .helpers import _C
-from .test_x86_int8 import CONV, _conv, _io, _operands, _rng
+from .test_x86_int8 import CONV, QADD_BROADCAST, QADD_SCALES, _conv, _i8, _io, _operands, _qadd_attrs, _rng
 from .test_x86_int8 import _same_as_portable as _same_in_set
 
 
@@ -165,3 +167,57 @@ def test_constant_weights_with_runtime_scales_and_bias():
     assert rt.InferenceSession(data).node_kernels() == [("qconv2d", "int8", "vnni")]
     got = rt.InferenceSession(data, threads=2).run(None, {"x": xv, "ws": wsv})[0]
     np.testing.assert_array_equal(got, want)
+
+
+# --- qadd ------------------------------------------------------------------------------------------------------
+
+
+def _vnni_qadd() -> bool:
+    return any(o == "qadd" and d == "int8" and s == "vnni" for o, d, s, _ in _C.registered_kernel_sets())
+
+
+@needs_vnni
+@pytest.mark.parametrize("n", [1, 15, 16, 17, 33, 1000, 16387, 40000])
+@pytest.mark.parametrize("activation", ["none", "relu", "relu6"])
+def test_qadd_gives_the_portable_bits(n, activation):
+    assert _vnni_qadd()
+    rng = _rng("vnni-qadd", n, activation)
+    a, b = _i8(rng, n), _i8(rng, n)
+    for i, scales in enumerate(QADD_SCALES):
+        zps = [int(v) for v in rng.integers(-128, 128, size=3)]
+        _same_in_set("qadd", _qadd_attrs(scales, *zps, activation=activation), [a, b], f"n {n}, scales {i}",
+                     kernel_set="vnni")
+
+
+@needs_vnni
+@pytest.mark.parametrize("scales", QADD_SCALES)
+def test_qadd_every_pair_of_int8_values(scales):
+    v = np.arange(-128, 128, dtype=np.int8)
+    a, b = np.repeat(v, 256).reshape(4, 64, 256), np.tile(v, 256).reshape(4, 64, 256)
+    for zps in ((0, 0, 0), (-128, 127, -5), (127, -128, 127), (33, -90, -128)):
+        for activation in ("none", "relu", "relu6"):
+            _same_in_set("qadd", _qadd_attrs(scales, *zps, activation=activation), [a, b], f"{zps} {activation}",
+                         kernel_set="vnni")
+
+
+@needs_vnni
+@pytest.mark.parametrize("case", range(len(QADD_BROADCAST)))
+def test_qadd_broadcasts_give_the_portable_bits(case):
+    sa, sb = QADD_BROADCAST[case]
+    rng = _rng("vnni-qadd-broadcast", case)
+    a, b = _i8(rng, sa), _i8(rng, sb)
+    for i, scales in enumerate(QADD_SCALES):
+        zps = [int(v) for v in rng.integers(-128, 128, size=3)]
+        want = _same_in_set("qadd", _qadd_attrs(scales, *zps, activation="relu6"), [a, b], f"{sa} + {sb}, {i}",
+                            kernel_set="vnni")
+        assert want.shape == np.broadcast_shapes(sa, sb)
+
+
+@needs_vnni
+def test_qadd_errors_are_the_portable_kernels():
+    a = np.zeros((1, 2, 3, 3), np.int8)
+    attrs = _qadd_attrs(QADD_SCALES[0])
+    with pytest.raises(Exception, match="cannot be broadcast"):
+        _C.run_kernel("qadd", attrs, [a, np.zeros((1, 3, 3, 3), np.int8)], kernel_set="vnni")
+    with pytest.raises(Exception, match="too large for a requantization multiplier"):
+        _C.run_kernel("qadd", {**attrs, "a_scale": 1e20, "y_scale": 1e-20}, [a, a], kernel_set="vnni")
