@@ -253,62 +253,79 @@ inline void interleave4_tail(__m128i r0, __m128i r1, __m128i r2, __m128i r3, uin
   _mm512_mask_storeu_epi8(dst, (~__mmask64{0}) >> (64 - 4 * n), v);
 }
 
-// The copy of image x0, group gi (see the file comment). Without padding and strides (1x1 layers) a channel's plane
-// is one row of H * W positions.
+// Positions [0, len) of 4 channel rows (src[k]: nullptr past the group's channels, read as 0) flipped to u8 and
+// interleaved into dst, 16 a step, the last 1 to 15 with masked loads and stores.
+inline void copy_run(const int8_t* const src[4], int64_t len, uint8_t* dst) {
+  const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80)), zero = _mm_setzero_si128();
+  int64_t w = 0;
+  for (; w < len; w += 16) {
+    const int64_t n = len - w < 16 ? len - w : 16;
+    const __mmask16 m = static_cast<__mmask16>((uint32_t{1} << n) - 1);
+    __m128i r[4];
+    for (int k = 0; k < 4; ++k)
+      r[k] = src[k] == nullptr ? zero
+             : n == 16         ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src[k] + w)), flip)
+                               : _mm_xor_si128(_mm_maskz_loadu_epi8(m, src[k] + w), flip);
+    if (n == 16) interleave4(r[0], r[1], r[2], r[3], dst + w * 4);
+    else interleave4_tail(r[0], r[1], r[2], r[3], dst + w * 4, n);
+  }
+}
+
+// A stride-1, unpadded copy of positions [pos0, pos1) of every channel block of image x0, group gi (a channel's
+// plane is one row of H * W positions): the positions past the plane's end read x_zero_point + 128.
+void copy_plain(const Plan& p, const int8_t* x0, int64_t gi, uint8_t* xs, int64_t pos0, int64_t pos1) {
+  const kernels::ConvGeometry& g = p.g;
+  const int64_t hw = g.h * g.w, end = pos1 < hw ? pos1 : hw, pad_from = pos0 > end ? pos0 : end;
+  const int8_t* xg = x0 + gi * g.cg * hw;
+  for (int64_t b = 0; b < p.cb; ++b) {
+    const int8_t* src[4];
+    for (int k = 0; k < 4; ++k) src[k] = b * 4 + k < g.cg ? xg + (b * 4 + k) * hw + pos0 : nullptr;
+    uint8_t* d = xs + b * p.plane * 4;
+    if (end > pos0) copy_run(src, end - pos0, d + pos0 * 4);
+    if (pos1 > pad_from)
+      std::memset(d + pad_from * 4, p.io.x_zero_point + 128, static_cast<size_t>((pos1 - pad_from) * 4));
+  }
+}
+
+// The copy of image x0, group gi (see the file comment).
 void copy_in(ThreadPool* pool, const Plan& p, const int8_t* x0, int64_t gi, uint8_t* xs) {
   const kernels::ConvGeometry& g = p.g;
+  if (g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pb == 0 && g.pl == 0 && g.pr == 0) {  // one phase, no border
+    constexpr int64_t kChunk = 1024;  // positions a unit, every channel block; the last one fills the slack
+    kernels::parallel_chunks(pool, kernels::ceil_div(p.plane, kChunk), 1, [&](int64_t c0, int64_t c1) {
+      copy_plain(p, x0, gi, xs, c0 * kChunk, c1 * kChunk < p.plane ? c1 * kChunk : p.plane);
+    });
+    return;
+  }
   const uint8_t pad = static_cast<uint8_t>(p.io.x_zero_point + 128);
   const int64_t plane = g.h * g.w, phase_bytes = p.plane * 4;
-  const bool plain = g.sh == 1 && g.sw == 1 && g.pt == 0 && g.pb == 0 && g.pl == 0 && g.pr == 0;
   const int8_t* xg = x0 + gi * g.cg * plane;
-  // The borders and slack of every phase plane (with padding or strides: the whole copy, in 64 KiB pieces).
-  if (plain) {
-    for (int64_t b = 0; b < p.cb; ++b)
-      std::memset(xs + b * phase_bytes + plane * 4, pad, static_cast<size_t>((p.plane - plane) * 4));
-  } else {
+  {  // the borders and slack of every phase plane: the whole copy, in 64 KiB pieces
     constexpr int64_t kPiece = 65536;
     kernels::parallel_chunks(pool, kernels::ceil_div(p.copy, kPiece), 1, [&](int64_t c0, int64_t c1) {
       const int64_t b0 = c0 * kPiece, b1 = c1 * kPiece < p.copy ? c1 * kPiece : p.copy;
       std::memset(xs + b0, pad, static_cast<size_t>(b1 - b0));
     });
   }
-  // Units: (block, row), or for a plain copy (block, 1024-position chunk of the plane).
-  constexpr int64_t kChunk = 1024;
-  const int64_t rows = plain ? kernels::ceil_div(plane, kChunk) : g.h, row_len = plain ? kChunk : g.w;
-  kernels::parallel_chunks(pool, p.cb * rows, plain ? 4 : 8, [&](int64_t u0, int64_t u1) {
-    const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80)), zero = _mm_setzero_si128();
+  // Units: (channel block, input row).
+  kernels::parallel_chunks(pool, p.cb * g.h, 8, [&](int64_t u0, int64_t u1) {
     const __m256i split = _mm256_setr_epi8(0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15,  //
                                            0, 2, 4, 6, 8, 10, 12, 14, 1, 3, 5, 7, 9, 11, 13, 15);
     const __m256i flip2 = _mm256_set1_epi8(static_cast<char>(0x80));
+    const int64_t len = g.w;
     for (int64_t u = u0; u < u1; ++u) {
-      const int64_t b = u / rows, h = u % rows;
-      // a row of `len` positions: padded row r, its first position's offset `first` in the channel's plane
-      const int64_t r = plain ? 0 : h + g.pt, first = plain ? h * kChunk : h * g.w;
-      const int64_t len = plain ? (plane - first < row_len ? plane - first : row_len) : g.w;
+      const int64_t b = u / g.h, h = u % g.h, r = h + g.pt;  // r: the padded row
       const int8_t* src[4];
-      for (int k = 0; k < 4; ++k) src[k] = b * 4 + k < g.cg ? xg + (b * 4 + k) * plane + first : nullptr;
+      for (int k = 0; k < 4; ++k) src[k] = b * 4 + k < g.cg ? xg + (b * 4 + k) * plane + h * g.w : nullptr;
       // phase_row(pc): the row's start in phase plane (r % sh, pc)
       auto phase_row = [&](int64_t pc) {
-        return xs + ((b * g.sh + r % g.sh) * g.sw + pc) * phase_bytes + (r / g.sh) * p.wq * 4 + (plain ? first * 4 : 0);
+        return xs + ((b * g.sh + r % g.sh) * g.sw + pc) * phase_bytes + (r / g.sh) * p.wq * 4;
       };
-      auto row16 = [&](int k, int64_t w) {
-        return src[k] != nullptr
-                   ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src[k] + w)), flip)
-                   : zero;
-      };
-      int64_t w = 0;
       if (g.sw == 1) {
-        uint8_t* d = phase_row(0) + g.pl * 4;
-        for (; w + 16 <= len; w += 16) interleave4(row16(0, w), row16(1, w), row16(2, w), row16(3, w), d + w * 4);
-        if (w < len) {
-          const __mmask16 m = static_cast<__mmask16>((uint32_t{1} << (len - w)) - 1);
-          __m128i t[4];
-          for (int k = 0; k < 4; ++k)
-            t[k] = src[k] != nullptr ? _mm_xor_si128(_mm_maskz_loadu_epi8(m, src[k] + w), flip) : zero;
-          interleave4_tail(t[0], t[1], t[2], t[3], d + w * 4, len - w);
-        }
+        copy_run(src, len, phase_row(0) + g.pl * 4);
         continue;
       }
+      int64_t w = 0;
       if (g.sw == 2) {
         uint8_t* de = phase_row(g.pl & 1);        // the even input columns
         uint8_t* dd = phase_row((g.pl + 1) & 1);  // the odd ones
@@ -358,39 +375,6 @@ void copy_in(ThreadPool* pool, const Plan& p, const int8_t* x0, int64_t gi, uint
       }
     }
   });
-}
-
-// A plain layer's copy (Plan::plain) of positions [pos0, pos1) of every channel block of image x0, group gi: the
-// positions past the plane's end read x_zero_point + 128.
-void copy_plain(const Plan& p, const int8_t* x0, int64_t gi, uint8_t* xs, int64_t pos0, int64_t pos1) {
-  const kernels::ConvGeometry& g = p.g;
-  const int64_t hw = g.h * g.w, end = pos1 < hw ? pos1 : hw;
-  const int8_t* xg = x0 + gi * g.cg * hw;
-  const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80)), zero = _mm_setzero_si128();
-  for (int64_t b = 0; b < p.cb; ++b) {
-    const int8_t* src[4];
-    for (int k = 0; k < 4; ++k) src[k] = b * 4 + k < g.cg ? xg + (b * 4 + k) * hw : nullptr;
-    uint8_t* d = xs + b * p.plane * 4;
-    int64_t w = pos0;
-    for (; w + 16 <= end; w += 16) {
-      __m128i r[4];
-      for (int k = 0; k < 4; ++k)
-        r[k] = src[k] != nullptr
-                   ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src[k] + w)), flip)
-                   : zero;
-      interleave4(r[0], r[1], r[2], r[3], d + w * 4);
-    }
-    if (w < end) {
-      const __mmask16 m = static_cast<__mmask16>((uint32_t{1} << (end - w)) - 1);
-      __m128i r[4];
-      for (int k = 0; k < 4; ++k)
-        r[k] = src[k] != nullptr ? _mm_xor_si128(_mm_maskz_loadu_epi8(m, src[k] + w), flip) : zero;
-      interleave4_tail(r[0], r[1], r[2], r[3], d + w * 4, end - w);
-    }
-    if (pos1 > end)
-      std::memset(d + (pos0 > end ? pos0 : end) * 4, p.io.x_zero_point + 128,
-                  static_cast<size_t>((pos1 - (pos0 > end ? pos0 : end)) * 4));
-  }
 }
 
 // Where a vector's 16 virtual outputs go: one masked store per output row it touches.
@@ -592,6 +576,7 @@ void dense(const KernelContext& ctx, const Plan& p, const TensorView* in, int n_
 // row outside the image reads x_zero_point throughout. Accumulators start at bias - (128 + zp) * sum(w), so every
 // padding tap adds 0 net, as the portable kernel skips it. Each channel's weights ([kh][2] int32) and record are
 // made at load time (prepare) where they are constants.
+
 // What depthwise_dot's channel loop reads.
 struct DwArgs {
   int64_t H, W, OH, OW, sh, sw, dh, pt, pl, need, per;
@@ -601,6 +586,29 @@ struct DwConst {
   __m512i perm[2], shuf, zp8, flip, padu;
   __m256i zp8h;
   __m128i lo8, hi8;
+};
+
+// The bytes [0, need) of an input row that a vector starting at column c0 reads inside [0, W) (the others read
+// x_zero_point): `full` (all need bytes) away from the borders.
+inline __mmask64 row_mask(int64_t c0, int64_t W, int64_t need, __mmask64 full) {
+  if (c0 >= 0 && c0 + need <= W) return full;
+  const int64_t lo_b = c0 < 0 ? -c0 : 0, hi_b = W - c0 < need ? W - c0 : need;
+  return hi_b > lo_b ? (((~__mmask64{0}) >> (64 - hi_b)) & ~((__mmask64{1} << lo_b) - 1)) : __mmask64{0};
+}
+
+// A channel's requantization in the depthwise loops: requant_fast where its shift allows, else requantize16.
+struct DwRequant {
+  __m512i m64, r64;
+  __m128i cnt;
+  rq::Multiplier mul;
+  bool fast;
+  explicit DwRequant(const ChanRec& r)
+      : m64(_mm512_set1_epi64(r.m64)), r64(_mm512_set1_epi64(r.r64)), cnt(_mm_cvtsi32_si128(r.shift - 32)),
+        mul{r.m, r.shift}, fast(r.fast != 0) {}
+  __m128i operator()(__m512i acc, const DwConst& k, const kernels::QuantIO& io) const {
+    return fast ? kernels::requant_fast(acc, m64, r64, cnt, k.lo8, k.hi8)
+                : kernels::requantize16(acc, mul, io.y_zero_point, io.lo, io.hi);
+  }
 };
 
 // One channel's output plane yc from its input plane xc. KH, NGR: the kernel rows and 4-tap groups (0: kh_rt,
@@ -614,10 +622,8 @@ void dw_channel(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t* yc,
   __m512i wv[kDotMaxRows][2];
   for (int64_t i = 0; i < kh; ++i)
     for (int q = 0; q < ngr; ++q) wv[i][q] = _mm512_set1_epi32(wrow[i * 2 + q]);
-  const __m512i m64 = _mm512_set1_epi64(rec.m64), r64 = _mm512_set1_epi64(rec.r64);
+  const DwRequant requant(rec);
   const __m512i start = _mm512_set1_epi32(rec.start);
-  const __m128i cnt = _mm_cvtsi32_si128(rec.shift - 32);
-  const bool fast = rec.fast;
   const __mmask64 full = (~__mmask64{0}) >> (64 - need);
   const int64_t rows_per = PAIR ? 2 : 1;
   for (int64_t oh = 0; oh < OH; oh += rows_per) {
@@ -626,11 +632,7 @@ void dw_channel(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t* yc,
     for (int64_t q0 = 0; q0 < OW; q0 += per) {
       const int64_t n = OW - q0 < per ? OW - q0 : per;
       const int64_t c0 = q0 * d.sw - d.pl;  // the input column of a row's byte 0
-      __mmask64 lmask = full;
-      if (c0 < 0 || c0 + need > W) {
-        const int64_t lo_b = c0 < 0 ? -c0 : 0, hi_b = W - c0 < need ? W - c0 : need;
-        lmask = hi_b > lo_b ? (((~__mmask64{0}) >> (64 - hi_b)) & ~((__mmask64{1} << lo_b) - 1)) : __mmask64{0};
-      }
+      const __mmask64 lmask = row_mask(c0, W, need, full);
       __m512i acc = start;
 #pragma GCC unroll 8
       for (int64_t i = 0; i < kh; ++i) {
@@ -657,9 +659,7 @@ void dw_channel(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t* yc,
                  _mm512_maskz_shuffle_epi8(~__mmask64{0}, _mm512_maskz_permutexvar_epi32(k16, k.perm[q], u), k.shuf),
                  wv[i][q]);
       }
-      const __m128i v = fast ? kernels::requant_fast(acc, m64, r64, cnt, k.lo8, k.hi8)
-                             : kernels::requantize16(acc, rq::Multiplier{rec.m, rec.shift}, io.y_zero_point, io.lo,
-                                                     io.hi);
+      const __m128i v = requant(acc, k, io);
       const __mmask16 live = static_cast<__mmask16>((uint32_t{1} << n) - 1);
       int8_t* yr = yc + oh * OW + q0;
       if (!PAIR) {
@@ -681,10 +681,8 @@ void dw_channel_two(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t*
   __m512i wv[KH][NGR];
   for (int i = 0; i < KH; ++i)
     for (int q = 0; q < NGR; ++q) wv[i][q] = _mm512_set1_epi32(wrow[i * 2 + q]);
-  const __m512i m64 = _mm512_set1_epi64(rec.m64), r64 = _mm512_set1_epi64(rec.r64);
+  const DwRequant requant(rec);
   const __m512i start = _mm512_set1_epi32(rec.start);
-  const __m128i cnt = _mm_cvtsi32_si128(rec.shift - 32);
-  const bool fast = rec.fast;
   const __mmask64 full = (~__mmask64{0}) >> (64 - need);
   for (int64_t oh = 0; oh < OH; oh += 2) {
     const bool second = oh + 1 < OH;
@@ -692,11 +690,7 @@ void dw_channel_two(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t*
     for (int64_t q0 = 0; q0 < OW; q0 += 16) {
       const int64_t n = OW - q0 < 16 ? OW - q0 : 16;
       const int64_t c0 = q0 * d.sw - d.pl;
-      __mmask64 lmask = full;
-      if (c0 < 0 || c0 + need > W) {
-        const int64_t lo_b = c0 < 0 ? -c0 : 0, hi_b = W - c0 < need ? W - c0 : need;
-        lmask = hi_b > lo_b ? (((~__mmask64{0}) >> (64 - hi_b)) & ~((__mmask64{1} << lo_b) - 1)) : __mmask64{0};
-      }
+      const __mmask64 lmask = row_mask(c0, W, need, full);
       __m512i acc0 = start, acc1 = start;
 #pragma GCC unroll 9
       for (int i = 0; i <= KH; ++i) {
@@ -713,14 +707,8 @@ void dw_channel_two(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t*
         }
       }
       const __mmask16 live = static_cast<__mmask16>((uint32_t{1} << n) - 1);
-      const rq::Multiplier mul{rec.m, rec.shift};
-      _mm_mask_storeu_epi8(yc + oh * OW + q0, live,
-                           fast ? kernels::requant_fast(acc0, m64, r64, cnt, k.lo8, k.hi8)
-                                : kernels::requantize16(acc0, mul, io.y_zero_point, io.lo, io.hi));
-      if (second)
-        _mm_mask_storeu_epi8(yc + (oh + 1) * OW + q0, live,
-                             fast ? kernels::requant_fast(acc1, m64, r64, cnt, k.lo8, k.hi8)
-                                  : kernels::requantize16(acc1, mul, io.y_zero_point, io.lo, io.hi));
+      _mm_mask_storeu_epi8(yc + oh * OW + q0, live, requant(acc0, k, io));
+      if (second) _mm_mask_storeu_epi8(yc + (oh + 1) * OW + q0, live, requant(acc1, k, io));
     }
   }
 }
