@@ -40,7 +40,7 @@ Status infer(const Attrs& attrs, const TensorView* in, int n_in, Shape* out, int
 
 struct Input {  // one input's step: (q - zp) << shift, times its multiplier
   __m512i zp, m, r;
-  __m128i cnt;
+  __m512i cnt;
   unsigned shift;
 };
 
@@ -54,7 +54,7 @@ bool input_of(int32_t zp, const rq::Multiplier& mul, Input* in) {
   }
   int64_t r = 0;
   if (!kernels::fast_multiplier(eff, 0, &r)) return false;
-  *in = Input{_mm512_set1_epi32(zp), _mm512_set1_epi64(eff.m), _mm512_set1_epi64(r), _mm_cvtsi32_si128(eff.shift - 32),
+  *in = Input{_mm512_set1_epi32(zp), _mm512_set1_epi64(eff.m), _mm512_set1_epi64(r), kernels::fast_count(eff.shift),
               shift};
   return true;
 }
@@ -85,7 +85,7 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   const int8_t* b = in[1].as<const int8_t>();
   int8_t* y = out[0].as<int8_t>();
   const __m512i my = _mm512_set1_epi64(p.my.m), rr = _mm512_set1_epi64(ry);
-  const __m128i cy = _mm_cvtsi32_si128(p.my.shift - 32);
+  const __m512i cy = kernels::fast_count(p.my.shift);
   const __m128i lo8 = _mm_set1_epi8(static_cast<char>(p.lo)), hi8 = _mm_set1_epi8(static_cast<char>(p.hi));
   // A scalar operand's step, once: its lanes all hold the same value.
   const __m512i sa = na == 1 ? input_step(a, 1, ia) : _mm512_setzero_si512();

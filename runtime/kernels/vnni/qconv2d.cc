@@ -22,9 +22,11 @@
 //   multiplier (ChanRec), so a run does no per-channel setup.
 // Depthwise convolutions (one input and one output channel per group) with column stride 1 or 2, no column
 // dilation and up to 8 columns: `depthwise_dot` (vpdpbusd on each row's taps, rows of up to 8 outputs two to a
-// vector); other depthwise shapes: `depthwise` (vpmulld).
+// vector, 3x3 and 5x5 kernels with row stride 1 or 2 four rows or row pairs a pass, each input row shuffled once);
+// other depthwise shapes: `depthwise` (vpmulld).
 // Measured on MobileNetV2 (benchmarks/bench_int8.py): the pointwise layers run at the vpdpbusd port's rate where K
-// >= 64; with K = 16 to 32 the epilogue (about 12 instructions a vector) weighs as much as the products.
+// >= 64; with K = 16 to 32 the epilogue (mul_shift_fast: 3 port-0 and 2 port-5 instructions a vector, 4 vectors
+// narrowed together) weighs as much as the products.
 #include <cstdint>
 #include <cstring>
 
@@ -465,14 +467,40 @@ void tile(const TileArgs& t) {
   const int64_t ohw = t.ohw;
   int8_t* const y = t.y;
   const ChanRec* const rec = t.rec;
+  // Four vectors of 64 consecutive outputs (1x1 layers, rows of 64): narrowed together by two vpackssdw and a
+  // vpacksswb (saturating, as vpmovsdb: int32 -> int16 -> int8 saturates as int32 -> int8 does), put back in order by
+  // one vpermd (the packs interleave their sources by 128-bit lane), clamped and stored as one 64-byte vector.
+  bool packed = simple && RV == 4;
+#pragma GCC unroll 4
+  for (int k = 1; k < RV; ++k) packed = packed && soff[k] == soff[0] + 16 * k && (k == RV - 1 || smask[k] == 0xFFFF);
+  packed = packed && smask[0] == 0xFFFF;
+  __mmask64 pmask = 0;
+#pragma GCC unroll 4
+  for (int k = 0; k < RV; ++k) pmask |= static_cast<__mmask64>(smask[k]) << (16 * k);
+  const __m512i lo64 = _mm512_set1_epi8(static_cast<char>(io.lo)), hi64 = _mm512_set1_epi8(static_cast<char>(io.hi));
+  // After the packs, dword 4l + j of the result holds vector j's outputs 4l .. 4l + 3.
+  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
 #pragma GCC unroll 8
   for (int o = 0; o < RO; ++o) {
     const ChanRec c = rec[o];
     int8_t* yo = y + o * ohw;
     __m128i q[RV];
+    if (RV == 4 && packed && c.fast) {
+      const __m512i m = _mm512_set1_epi64(c.m64), r = _mm512_set1_epi64(c.r64);
+      const __m512i cnt = kernels::fast_count(c.shift);
+      __m512i v[4];
+#pragma GCC unroll 4
+      for (int k = 0; k < 4; ++k) v[k] = kernels::mul_shift_fast(acc[o][k < RV ? k : 0], m, r, cnt);
+      const __m512i w01 = _mm512_maskz_packs_epi32(__mmask32{0xFFFFFFFF}, v[0], v[1]);
+      const __m512i w23 = _mm512_maskz_packs_epi32(__mmask32{0xFFFFFFFF}, v[2], v[3]);
+      const __m512i b = _mm512_maskz_permutexvar_epi32(k16, order, _mm512_maskz_packs_epi16(~__mmask64{0}, w01, w23));
+      const __m512i clamped = _mm512_maskz_min_epi8(~__mmask64{0}, _mm512_maskz_max_epi8(~__mmask64{0}, b, lo64), hi64);
+      _mm512_mask_storeu_epi8(yo + soff[0], pmask, clamped);
+      continue;
+    }
     if (c.fast) {
       const __m512i m = _mm512_set1_epi64(c.m64), r = _mm512_set1_epi64(c.r64);
-      const __m128i cnt = _mm_cvtsi32_si128(c.shift - 32);
+      const __m512i cnt = kernels::fast_count(c.shift);
 #pragma GCC unroll 4
       for (int k = 0; k < RV; ++k) q[k] = kernels::requant_fast(acc[o][k], m, r, cnt, lo8, hi8);
     } else {
@@ -584,7 +612,7 @@ struct DwArgs {
 
 struct DwConst {
   __m512i perm[2], shuf, zp8, flip, padu;
-  __m256i zp8h;
+  __m256i zp8h, perm_h[2], shuf_h, flip_h, padu_h;  // the lower 256 bits (dw_channel_pairs)
   __m128i lo8, hi8;
 };
 
@@ -596,14 +624,22 @@ inline __mmask64 row_mask(int64_t c0, int64_t W, int64_t need, __mmask64 full) {
   return hi_b > lo_b ? (((~__mmask64{0}) >> (64 - hi_b)) & ~((__mmask64{1} << lo_b) - 1)) : __mmask64{0};
 }
 
+// Each lane's (or, at 256 bits, each of 8 lanes') 4 taps of group `perm` from a row's u8 bytes u.
+inline __m512i row_taps(__m512i u, __m512i perm, __m512i shuf) {
+  return _mm512_maskz_shuffle_epi8(~__mmask64{0}, _mm512_maskz_permutexvar_epi32(k16, perm, u), shuf);
+}
+inline __m256i row_taps(__m256i u, __m256i perm, __m256i shuf) {
+  return _mm256_maskz_shuffle_epi8(~__mmask32{0}, _mm256_maskz_permutexvar_epi32(__mmask8{0xFF}, perm, u), shuf);
+}
+
 // A channel's requantization in the depthwise loops: requant_fast where its shift allows, else requantize16.
 struct DwRequant {
   __m512i m64, r64;
-  __m128i cnt;
+  __m512i cnt;
   rq::Multiplier mul;
   bool fast;
   explicit DwRequant(const ChanRec& r)
-      : m64(_mm512_set1_epi64(r.m64)), r64(_mm512_set1_epi64(r.r64)), cnt(_mm_cvtsi32_si128(r.shift - 32)),
+      : m64(_mm512_set1_epi64(r.m64)), r64(_mm512_set1_epi64(r.r64)), cnt(kernels::fast_count(r.shift)),
         mul{r.m, r.shift}, fast(r.fast != 0) {}
   __m128i operator()(__m512i acc, const DwConst& k, const kernels::QuantIO& io) const {
     return fast ? kernels::requant_fast(acc, m64, r64, cnt, k.lo8, k.hi8)
@@ -655,9 +691,7 @@ void dw_channel(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t* yc,
         }
 #pragma GCC unroll 2
         for (int q = 0; q < ngr; ++q)
-          dpbusd(acc,
-                 _mm512_maskz_shuffle_epi8(~__mmask64{0}, _mm512_maskz_permutexvar_epi32(k16, k.perm[q], u), k.shuf),
-                 wv[i][q]);
+          dpbusd(acc, row_taps(u, k.perm[q], k.shuf), wv[i][q]);
       }
       const __m128i v = requant(acc, k, io);
       const __mmask16 live = static_cast<__mmask16>((uint32_t{1} << n) - 1);
@@ -672,43 +706,105 @@ void dw_channel(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t* yc,
   }
 }
 
-// dw_channel for stride-1, undilated rows two output rows at a time: the KH + 1 input rows they read are loaded and
-// shuffled once, each meeting the weights of its place in either window.
-template <int KH, int NGR>
-void dw_channel_two(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t* yc, const int32_t* wrow, int64_t,
-                    int, const ChanRec& rec, const kernels::QuantIO& io) {
+// dw_channel for undilated rows, R output rows a pass (stride SH): the (R - 1) * SH + KH input rows they read are
+// loaded and shuffled once, each meeting the weights of its place in every window that holds it (3x3 stride 1: 6
+// loads and shuffles for 4 rows, where one row a pass takes 12). Rows past OH are computed and not stored.
+template <int KH, int NGR, int R, int SH>
+void dw_channel_rows(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t* yc, const int32_t* wrow, int64_t,
+                     int, const ChanRec& rec, const kernels::QuantIO& io) {
+  constexpr int kIn = (R - 1) * SH + KH;
+  const int64_t H = d.H, W = d.W, OH = d.OH, OW = d.OW, need = d.need, pl = d.pl, pt = d.pt;
+  __m512i wv[KH][NGR];
+  for (int i = 0; i < KH; ++i)
+    for (int q = 0; q < NGR; ++q) wv[i][q] = _mm512_set1_epi32(wrow[i * 2 + q]);
+  // Locals, so that the compiler keeps them in registers across the stores (which may alias k).
+  const __m512i perm0 = k.perm[0], perm1 = k.perm[1], shuf = k.shuf, zp8 = k.zp8, flip = k.flip, padu = k.padu;
+  const DwRequant requant(rec);
+  const __m512i start = _mm512_set1_epi32(rec.start);
+  const __mmask64 full = (~__mmask64{0}) >> (64 - need);
+  for (int64_t oh = 0; oh < OH; oh += R) {
+    const int64_t rows = OH - oh < R ? OH - oh : R;
+    const int64_t top = oh * SH - pt;
+    for (int64_t q0 = 0; q0 < OW; q0 += 16) {
+      const int64_t n = OW - q0 < 16 ? OW - q0 : 16;
+      const int64_t c0 = q0 * d.sw - pl;  // the input column of a row's byte 0
+      const __mmask64 lmask = row_mask(c0, W, need, full);
+      const int8_t* xr = xc + c0;
+      __m512i acc[R];
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r) acc[r] = start;
+#pragma GCC unroll 16
+      for (int t = 0; t < kIn; ++t) {
+        const int64_t row = top + t;
+        const __m512i u = static_cast<uint64_t>(row) < static_cast<uint64_t>(H)
+                              ? _mm512_xor_si512(_mm512_mask_loadu_epi8(zp8, lmask, xr + row * W), flip)
+                              : padu;
+#pragma GCC unroll 2
+        for (int q = 0; q < NGR; ++q) {
+          const __m512i s = row_taps(u, q == 0 ? perm0 : perm1, shuf);
+#pragma GCC unroll 8
+          for (int r = 0; r < R; ++r) {
+            const int i = t - r * SH;
+            if (i >= 0 && i < KH) dpbusd(acc[r], s, wv[i][q]);
+          }
+        }
+      }
+      const __mmask16 live = static_cast<__mmask16>((uint32_t{1} << n) - 1);
+#pragma GCC unroll 8
+      for (int r = 0; r < R; ++r)
+        if (r < rows) _mm_mask_storeu_epi8(yc + (oh + r) * OW + q0, live, requant(acc[r], k, io));
+    }
+  }
+}
+
+// dw_channel in pair mode (rows of at most 8 outputs) for undilated rows, P vectors a pass, vector p holding output
+// rows oh + 2p (lower half) and oh + 2p + 1 (upper half): each input row the 2P rows read is loaded, flipped and
+// shuffled once as 256 bits, and a vector's halves are put together per kernel row (MobileNetV2's 7 x 7 layers: one
+// pass a channel, where dw_channel takes four).
+template <int KH, int NGR, int P, int SH>
+void dw_channel_pairs(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t* yc, const int32_t* wrow, int64_t,
+                      int, const ChanRec& rec, const kernels::QuantIO& io) {
+  constexpr int kIn = (2 * P - 1) * SH + KH;
   const int64_t H = d.H, W = d.W, OH = d.OH, OW = d.OW, need = d.need;
   __m512i wv[KH][NGR];
   for (int i = 0; i < KH; ++i)
     for (int q = 0; q < NGR; ++q) wv[i][q] = _mm512_set1_epi32(wrow[i * 2 + q]);
+  const __m256i perm0 = k.perm_h[0], perm1 = k.perm_h[1], shuf = k.shuf_h, zp8 = k.zp8h, flip = k.flip_h,
+                padu = k.padu_h;
   const DwRequant requant(rec);
   const __m512i start = _mm512_set1_epi32(rec.start);
-  const __mmask64 full = (~__mmask64{0}) >> (64 - need);
-  for (int64_t oh = 0; oh < OH; oh += 2) {
-    const bool second = oh + 1 < OH;
-    const int64_t top = oh - d.pt;
-    for (int64_t q0 = 0; q0 < OW; q0 += 16) {
-      const int64_t n = OW - q0 < 16 ? OW - q0 : 16;
-      const int64_t c0 = q0 * d.sw - d.pl;
-      const __mmask64 lmask = row_mask(c0, W, need, full);
-      __m512i acc0 = start, acc1 = start;
-#pragma GCC unroll 9
-      for (int i = 0; i <= KH; ++i) {
-        const int64_t row = top + i;
-        const __m512i u = static_cast<uint64_t>(row) < static_cast<uint64_t>(H)
-                              ? _mm512_xor_si512(_mm512_mask_loadu_epi8(k.zp8, lmask, xc + row * W + c0), k.flip)
-                              : k.padu;
+  const int64_t c0 = -d.pl;  // the input column of a row's byte 0 (one vector spans the row)
+  const __mmask32 lmask = static_cast<__mmask32>(row_mask(c0, W, need, (~__mmask64{0}) >> (64 - need)));
+  const int8_t* xr = xc + c0;
+  const __mmask16 live = static_cast<__mmask16>((uint32_t{1} << OW) - 1);
+  for (int64_t oh = 0; oh < OH; oh += 2 * P) {
+    const int64_t top = oh * SH - d.pt;
+    __m256i rs[kIn][NGR];  // each input row's shuffled taps, 4-tap group q
+#pragma GCC unroll 32
+    for (int t = 0; t < kIn; ++t) {
+      const int64_t row = top + t;
+      const __m256i u = static_cast<uint64_t>(row) < static_cast<uint64_t>(H)
+                            ? _mm256_xor_si256(_mm256_mask_loadu_epi8(zp8, lmask, xr + row * W), flip)
+                            : padu;
 #pragma GCC unroll 2
-        for (int q = 0; q < NGR; ++q) {
-          const __m512i t =
-              _mm512_maskz_shuffle_epi8(~__mmask64{0}, _mm512_maskz_permutexvar_epi32(k16, k.perm[q], u), k.shuf);
-          if (i < KH) dpbusd(acc0, t, wv[i][q]);
-          if (i > 0) dpbusd(acc1, t, wv[i - 1][q]);
-        }
-      }
-      const __mmask16 live = static_cast<__mmask16>((uint32_t{1} << n) - 1);
-      _mm_mask_storeu_epi8(yc + oh * OW + q0, live, requant(acc0, k, io));
-      if (second) _mm_mask_storeu_epi8(yc + (oh + 1) * OW + q0, live, requant(acc1, k, io));
+      for (int q = 0; q < NGR; ++q)
+        rs[t][q] = row_taps(u, q == 0 ? perm0 : perm1, shuf);
+    }
+#pragma GCC unroll 8
+    for (int pv = 0; pv < P; ++pv) {
+      const int64_t r0 = oh + 2 * pv;
+      if (r0 >= OH) break;
+      __m512i acc = start;
+#pragma GCC unroll 16
+      for (int i = 0; i < KH; ++i)
+#pragma GCC unroll 2
+        for (int q = 0; q < NGR; ++q)
+          dpbusd(acc, _mm512_maskz_inserti64x4(k8, _mm512_castsi256_si512(rs[2 * pv * SH + i][q]),
+                                               rs[(2 * pv + 1) * SH + i][q], 1),
+                 wv[i][q]);
+      const __m128i v = requant(acc, k, io);
+      _mm_mask_storeu_epi8(yc + r0 * OW, static_cast<__mmask16>(live & 0xFF), v);
+      if (r0 + 1 < OH) _mm_mask_storeu_epi8(yc + (r0 + 1) * OW - 8, static_cast<__mmask16>(live << 8), v);
     }
   }
 }
@@ -716,9 +812,19 @@ void dw_channel_two(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t*
 using DwChannelFn = void (*)(const DwArgs&, const DwConst&, const int8_t*, int8_t*, const int32_t*, int64_t, int,
                              const ChanRec&, const kernels::QuantIO&);
 
-DwChannelFn dw_channel_fn(int64_t kh, int ngr, bool pair, bool two) {
-  if (kh == 3 && ngr == 1) return pair ? dw_channel<3, 1, true> : two ? dw_channel_two<3, 1> : dw_channel<3, 1, false>;
-  if (kh == 5 && ngr == 2) return pair ? dw_channel<5, 2, true> : two ? dw_channel_two<5, 2> : dw_channel<5, 2, false>;
+// The channel loop for a kernel of kh rows and ngr 4-tap groups. rows: the row stride (1 or 2) where the kernel's
+// rows are undilated (passes of several rows: dw_channel_rows, dw_channel_pairs), else 0 (dw_channel).
+template <int KH, int NGR>
+DwChannelFn dw_channel_of(bool pair, int rows) {
+  if (pair) return rows == 1 ? dw_channel_pairs<KH, NGR, 4, 1> : rows == 2 ? dw_channel_pairs<KH, NGR, 4, 2>
+                                                                           : dw_channel<KH, NGR, true>;
+  return rows == 1 ? dw_channel_rows<KH, NGR, 4, 1> : rows == 2 ? dw_channel_rows<KH, NGR, 4, 2>
+                                                                : dw_channel<KH, NGR, false>;
+}
+
+DwChannelFn dw_channel_fn(int64_t kh, int ngr, bool pair, int rows) {
+  if (kh == 3 && ngr == 1) return dw_channel_of<3, 1>(pair, rows);
+  if (kh == 5 && ngr == 2) return dw_channel_of<5, 2>(pair, rows);
   return pair ? dw_channel<0, 0, true> : dw_channel<0, 0, false>;
 }
 
@@ -764,10 +870,16 @@ void depthwise_dot(const KernelContext& ctx, const Plan& p, const TensorView* in
     k.flip = _mm512_set1_epi8(static_cast<char>(0x80));
     k.padu = _mm512_xor_si512(k.zp8, k.flip);
     k.zp8h = _mm256_set1_epi8(static_cast<char>(io.x_zero_point));
+    k.perm_h[0] = _mm256_load_si256(reinterpret_cast<const __m256i*>(pi[0]));
+    k.perm_h[1] = _mm256_load_si256(reinterpret_cast<const __m256i*>(pi[1]));
+    k.shuf_h = _mm256_load_si256(reinterpret_cast<const __m256i*>(si));
+    k.flip_h = _mm256_set1_epi8(static_cast<char>(0x80));
+    k.padu_h = _mm256_xor_si256(k.zp8h, k.flip_h);
     k.lo8 = _mm_set1_epi8(static_cast<char>(io.lo));
     k.hi8 = _mm_set1_epi8(static_cast<char>(io.hi));
   }
-  const DwChannelFn channel_fn = dw_channel_fn(kh, ngr, pair, g.sh == 1 && g.dh == 1);
+  const int rows = g.dh == 1 && (g.sh == 1 || g.sh == 2) ? static_cast<int>(g.sh) : 0;
+  const DwChannelFn channel_fn = dw_channel_fn(kh, ngr, pair, rows);
   const DwArgs d{H, W, OH, OW, g.sh, sw, g.dh, g.pt, g.pl, (per - 1) * sw + 4 * ngr, per};  // need: <= 62 bytes
   kernels::parallel_chunks(ctx.pool, g.n * g.o, 1, [&](int64_t c0, int64_t c1) {
     for (int64_t c = c0; c < c1; ++c) {
@@ -778,11 +890,11 @@ void depthwise_dot(const KernelContext& ctx, const Plan& p, const TensorView* in
   });
 }
 
-// Other depthwise shapes (taller kernels, wider ones, column dilation): 16 output positions of a row per vector, their sums in a
-// register across the taps ((x - zp) * w: exact in int32), then requantize16 with the channel's multiplier. A chunk
-// whose every tap lies inside the input row reads plain vectors; a chunk at a border masks the lanes whose tap is
-// padding (they add 0, as the portable kernel skips them; masked loads do not touch those addresses). Column
-// strides 1 and 2 (every network's); others take the portable kernel.
+// Other depthwise shapes (taller kernels, wider ones, column dilation): 16 output positions of a row per vector, their
+// sums in a register across the taps ((x - zp) * w: exact in int32), then requantize16 with the channel's
+// multiplier. A chunk whose every tap lies inside the input row reads plain vectors; a chunk at a border masks the
+// lanes whose tap is padding (they add 0, as the portable kernel skips them; masked loads do not touch those
+// addresses). Column strides 1 and 2 (every network's); others take the portable kernel.
 
 // 16 int8 values at s, s + sw, ... (sw 1 or 2) as int32 lanes, lanes outside `m` 0 and not read.
 inline __m512i dw_load16(const int8_t* s, int64_t sw, __mmask16 m) {

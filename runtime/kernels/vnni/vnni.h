@@ -60,20 +60,27 @@ __attribute__((always_inline)) inline __m128i requantize16(__m512i acc, const re
 
 // requant::apply of 16 int32 lanes with one multiplier whose shift s is in [32, 54] (multipliers in [2^-24, 2^-1)),
 // plus a zero point folded into r: with m the multiplier in each 64-bit lane, r = 2^(s-1) + zero_point * 2^s and
-// cnt = s - 32, the 64-bit products of the even and odd lanes plus r, their high halves (floor by 2^32), then an
-// arithmetic shift by s - 32: floor(floor(a / 2^32) / 2^(s-32)) = floor(a / 2^s). |acc * m| < 2^62 and
-// |zero_point * 2^s| <= 2^61 keep a inside int64; the result is f + zero_point with |f| < 2^30 (no saturation).
-__attribute__((always_inline)) inline __m512i mul_shift_fast(__m512i acc, __m512i m, __m512i r, __m128i cnt) {
+// cnt = s - 32 in every lane (fast_count), the 64-bit products of the even and odd lanes plus r, their high halves
+// (floor by 2^32), then an arithmetic shift by s - 32: floor(floor(a / 2^32) / 2^(s-32)) = floor(a / 2^s).
+// |acc * m| < 2^62 and |zero_point * 2^s| <= 2^61 keep a inside int64; the result is f + zero_point with |f| < 2^30
+// (no saturation). Port use (Sapphire Rapids): the multiplies and the variable shift on port 0, the odd lanes' move
+// (vpshufd) and the high halves' gathering (vpermt2d) on port 5, beside the vpdpbusd sums on port 0.
+__attribute__((always_inline)) inline __m512i mul_shift_fast(__m512i acc, __m512i m, __m512i r, __m512i cnt) {
   constexpr __mmask8 k8 = 0xFF;  // the all-lanes mask forms: see requantize16
+  constexpr __mmask16 k16 = 0xFFFF;
+  const __m512i high = _mm512_setr_epi32(1, 17, 3, 19, 5, 21, 7, 23, 9, 25, 11, 27, 13, 29, 15, 31);
   const __m512i even = _mm512_maskz_add_epi64(k8, _mm512_maskz_mul_epi32(k8, acc, m), r);
-  const __m512i odd = _mm512_maskz_add_epi64(k8, _mm512_maskz_mul_epi32(k8, _mm512_maskz_srli_epi64(k8, acc, 32), m), r);
-  const __m512i v = _mm512_mask_mov_epi32(_mm512_maskz_srli_epi64(k8, even, 32), __mmask16{0xAAAA}, odd);
-  return _mm512_maskz_sra_epi32(__mmask16{0xFFFF}, v, cnt);
+  const __m512i odd_lo = _mm512_maskz_shuffle_epi32(k16, acc, _MM_PERM_DDBB);  // lane 2j + 1 into lane 2j
+  const __m512i odd = _mm512_maskz_add_epi64(k8, _mm512_maskz_mul_epi32(k8, odd_lo, m), r);
+  return _mm512_maskz_srav_epi32(k16, _mm512_maskz_permutex2var_epi32(k16, even, high, odd), cnt);
 }
+
+// mul_shift_fast's count for a multiplier's shift s.
+inline __m512i fast_count(int32_t shift) { return _mm512_set1_epi32(shift - 32); }
 
 // requant::requantize of 16 lanes on mul_shift_fast (r with the output zero point): the saturating narrowing to int8
 // is requantize's clamp to [-128, 127], then the activation's [lo, hi] in bytes.
-__attribute__((always_inline)) inline __m128i requant_fast(__m512i acc, __m512i m, __m512i r, __m128i cnt, __m128i lo8,
+__attribute__((always_inline)) inline __m128i requant_fast(__m512i acc, __m512i m, __m512i r, __m512i cnt, __m128i lo8,
                                                            __m128i hi8) {
   return _mm_min_epi8(_mm_max_epi8(_mm512_maskz_cvtsepi32_epi8(__mmask16{0xFFFF}, mul_shift_fast(acc, m, r, cnt)), lo8),
                       hi8);

@@ -3,8 +3,9 @@ name (`run_kernel(..., kernel_set="vnni")`), on the x86 set's cases (test_x86_in
 operands, requantization edges) and on the shapes the vnni kernel's own paths turn on: the virtual output columns of
 padded and strided convolutions (rows narrower than a vector, one column wide, a vector across several rows), the
 stride-2 phase split of 32-column chunks, panels of 1 to 6 channels and blocks of 1 to 4 vectors, MobileNetV2's
-pointwise layers, the depthwise dot path (1 to 8 columns, strides 1 and 2, tall kernels, row and column padding)
-and its fallbacks, and the two requantization paths (shift 32 to 54 and the rest) at their boundaries. Then qadd
+pointwise layers, the depthwise dot path (1 to 8 columns, strides 1 and 2, tall kernels, row and column padding,
+passes of 4 rows and of 4 row pairs, the last pass short) and its fallbacks, and the two requantization paths (shift
+32 to 54 and the rest) at their boundaries. Then qadd
 (kernels/vnni/qadd.cc) on the x86 set's qadd cases: sizes around its 16-value step, every scale set (the fast path and
 the scales that fall back), every pair of int8 values, the broadcasts (a scalar operand here, the rest falling back)."""
 
@@ -52,6 +53,11 @@ DEPTHWISE = [
     ((1, 2, 40, 20), 16, 3, 1, 1),  # 16 kernel rows: the dot path's most
     ((1, 2, 40, 20), 17, 3, 1, 1),  # 17: the vpmulld path
     ((1, 2, 9, 70), 3, 9, 1, 4),    # 9 columns: the vpmulld path
+    ((1, 3, 21, 7), 3, 3, 1, 1),    # pair mode, 8 rows a pass: 3 passes, the last of 5 rows
+    ((1, 3, 19, 8), 5, 5, 2, 2),    # pair mode, 5x5, stride 2
+    ((1, 2, 11, 23), 3, 3, 1, 1),   # 4 rows a pass: the last of 3; a 7-column tail
+    ((1, 2, 14, 14), 3, 3, 2, 1),   # MobileNetV2's 14 x 14 stride 2: 7 rows
+    ((1, 2, 3, 30), 3, 3, 1, 2),    # 3 input rows: most rows of a pass are padding
 ]
 
 
