@@ -41,7 +41,7 @@ MODELS = ("simplenet", "mobilenet_v2")
 ENGINES = ("dtorch", "dtorch_int8", "onnxruntime", "onnxruntime_int8")
 SECTION = "Int8 vs float32 and ONNX Runtime int8 (issue 17)"
 AVX2_BLOCK = "AVX2 only: the AVX-512 kernel sets switched off"
-AVX512_SETS = ("avx512", "vnni")
+AVX512_SETS = ("avx512", "vnni", "amx")
 
 
 def quantize_both(onnx_path: Path, dtm_path: Path, calib: list[np.ndarray], tmp: Path) -> tuple[Path, Path, list]:

@@ -68,9 +68,9 @@ if engine == "onnxruntime":
     sets = ""
 else:
     import dtorch.runtime as rt
-    # dtorch_avx2: as an AVX2-only CPU runs it, every AVX-512 set left out (avx512's float32, vnni's int8 kernels)
+    # dtorch_avx2: as an AVX2-only CPU runs it, every AVX-512 set left out (avx512's float32, vnni's and amx's int8)
     s = rt.InferenceSession(model, threads=threads, kernels="exact" if engine == "dtorch_exact" else "fast",
-                            exclude_kernel_sets=["avx512", "vnni"] if engine == "dtorch_avx2" else [])
+                            exclude_kernel_sets=["avx512", "vnni", "amx"] if engine == "dtorch_avx2" else [])
     run = lambda: s.run(None, {"input": x})[0]
     sets = ",".join(sorted({ks for _, _, ks in s.node_kernels()}))
 for _ in range(20):  # warm-up: steady latency, as the issue asks

@@ -181,10 +181,10 @@ def test_kernels_exact_plans_keep_only_sets_with_the_portable_bits():
     for board in ("rv1126", "k230"):
         assert make_plan(board, ops=conv, kernels="exact").kernel_sets == ()
     host = make_plan("host", ops=conv, kernels="exact")
-    if host.board.arch == "x86_64":  # the bit-exact sets stay (x86; vnni: int8 only), the FMA sets go
+    if host.board.arch == "x86_64":  # the bit-exact sets stay (x86; vnni, amx: int8 only), the FMA sets go
         assert set(host.kernel_sets) == {"x86"}
         int8 = OpList.from_entries(["qconv2d:int8", "conv2d:float32"])
-        assert set(make_plan("host", ops=int8, kernels="exact").kernel_sets) == {"x86", "vnni"}
+        assert set(make_plan("host", ops=int8, kernels="exact").kernel_sets) == {"x86", "vnni", "amx"}
     with pytest.raises(PlanError, match="kernels must be 'fast' .* or 'exact'"):
         make_plan("rk3588", ops=conv, kernels="turbo")
 

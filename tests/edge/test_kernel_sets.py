@@ -22,8 +22,9 @@ def test_the_x86_64_sets_and_their_flags():
     assert {ks.name for ks in kernel_sets(RUNTIME, "aarch64")} == {"neon64", "neon64dot"}  # never the x86-64 sets
     assert {ks.name for ks in kernel_sets(RUNTIME, "armv7")} == {"neon32", "neon32int8"}
     assert {ks.name for ks in kernel_sets(RUNTIME, "riscv64")} == {"rvv"}
-    assert {ks.name for ks in kernel_sets(RUNTIME, "x86_64")} == {"x86", "avx2", "avx512", "vnni"}
+    assert {ks.name for ks in kernel_sets(RUNTIME, "x86_64")} == {"x86", "avx2", "avx512", "vnni", "amx"}
     assert "-mavx512vnni" in sets["vnni"].flags and sets["vnni"].exact  # int8: the portable bits
+    assert "-mamx-int8" in sets["amx"].flags and sets["amx"].exact and sets["amx"].rank > sets["vnni"].rank
 
 
 def test_a_board_takes_the_sets_its_isa_list_calls_for():
@@ -51,7 +52,7 @@ def test_a_board_takes_the_sets_its_isa_list_calls_for():
     assert not i8.for_board("aarch64", ["armv8.2-a", "neon", "dotprod"]) and not i8.for_board("armv7", ["armv7-a"])
     assert sets["neon64"].rank == 15 and sets["x86"].rank == 10 and sets["vnni"].rank == 25
     # host-only sets (no `requires`: they check the CPU when they register) never go to a board
-    assert not any(sets[n].for_board("x86_64", ["avx2", "fma", "avx512f"]) for n in ("x86", "avx2", "avx512", "vnni"))
+    assert not any(sets[n].for_board("x86_64", ["avx2", "fma", "avx512f"]) for n in ("x86", "avx2", "avx512", "vnni", "amx"))
 
 
 def _write(tmp_path: Path, folder: str, text: str) -> Path:

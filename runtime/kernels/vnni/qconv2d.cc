@@ -35,6 +35,7 @@
 #include "kernels/common/qconv_prepare.h"
 #include "kernels/common/quant_params.h"
 #include "kernels/common/util.h"
+#include "kernels/vnni/qconv_vnni.h"
 #include "kernels/vnni/vnni.h"
 
 namespace dtorch {
@@ -48,28 +49,13 @@ constexpr int kRV = 4;             // vectors of 16 positions per tile
 constexpr int64_t kVP = 16 * kRV;  // positions per block
 constexpr __mmask8 k8 = 0xFF;      // the all-lanes mask forms throughout: see requantize16 (vnni.h)
 constexpr __mmask16 k16 = 0xFFFF;
+using kernels::ChanRec;
+using kernels::chan_rec;
+using kernels::copy_run;
+using kernels::interleave4;
+using kernels::interleave4_tail;
 
 const KernelDef* portable() { return kernels::portable_kernel<kOp, DType::kInt8>(); }
-
-// Each output channel's starting sum and requantization, made once per weight (prepare) or per run.
-struct ChanRec {
-  int32_t start;  // bias - (128 + x_zero_point) * sum(w), wrapping
-  int32_t m, shift;
-  int32_t fast;   // 32 <= shift <= 54: the 5-instruction epilogue
-  int64_t m64;    // m as a 64-bit lane
-  int64_t r64;    // 2^(s-1) + y_zero_point * 2^s (fast only)
-};
-
-ChanRec chan_rec(const kernels::QuantIO& io, const float* ws, const int32_t* bias, int64_t o, int32_t wsum) {
-  const rq::Multiplier mul = kernels::channel_multiplier(io, ws, o);
-  ChanRec r{};
-  r.start = kernels::qconv_start(bias, o, 128 + io.x_zero_point, wsum);
-  r.m = mul.m;
-  r.shift = mul.shift;
-  r.m64 = mul.m;
-  r.fast = kernels::fast_multiplier(mul, io.y_zero_point, &r.r64);
-  return r;
-}
 
 struct Plan {
   kernels::ConvGeometry g;
@@ -231,46 +217,6 @@ Status prepare(const Attrs& attrs, const TensorView* in, int n_in, void* dst, si
     make_recs(g, io, in[2].as<const float>(), bias, reinterpret_cast<const int32_t*>(d + packed_weight_bytes(g)),
               reinterpret_cast<ChanRec*>(d + recs_offset(g)));
   return Status::Ok();
-}
-
-// 4 rows of 16 bytes (4 channels' 16 positions) -> 64 bytes: each position's 4 channels.
-inline void interleave4(__m128i r0, __m128i r1, __m128i r2, __m128i r3, uint8_t* dst) {
-  const __m128i ab0 = _mm_unpacklo_epi8(r0, r1), ab1 = _mm_unpackhi_epi8(r0, r1);
-  const __m128i cd0 = _mm_unpacklo_epi8(r2, r3), cd1 = _mm_unpackhi_epi8(r2, r3);
-  __m128i* o = reinterpret_cast<__m128i*>(dst);
-  _mm_storeu_si128(o, _mm_unpacklo_epi16(ab0, cd0));
-  _mm_storeu_si128(o + 1, _mm_unpackhi_epi16(ab0, cd0));
-  _mm_storeu_si128(o + 2, _mm_unpacklo_epi16(ab1, cd1));
-  _mm_storeu_si128(o + 3, _mm_unpackhi_epi16(ab1, cd1));
-}
-
-// interleave4 of the first n < 16 positions only.
-inline void interleave4_tail(__m128i r0, __m128i r1, __m128i r2, __m128i r3, uint8_t* dst, int64_t n) {
-  const __m128i ab0 = _mm_unpacklo_epi8(r0, r1), ab1 = _mm_unpackhi_epi8(r0, r1);
-  const __m128i cd0 = _mm_unpacklo_epi8(r2, r3), cd1 = _mm_unpackhi_epi8(r2, r3);
-  __m512i v = _mm512_castsi128_si512(_mm_unpacklo_epi16(ab0, cd0));
-  v = _mm512_maskz_inserti32x4(k16, v, _mm_unpackhi_epi16(ab0, cd0), 1);
-  v = _mm512_maskz_inserti32x4(k16, v, _mm_unpacklo_epi16(ab1, cd1), 2);
-  v = _mm512_maskz_inserti32x4(k16, v, _mm_unpackhi_epi16(ab1, cd1), 3);
-  _mm512_mask_storeu_epi8(dst, (~__mmask64{0}) >> (64 - 4 * n), v);
-}
-
-// Positions [0, len) of 4 channel rows (src[k]: nullptr past the group's channels, read as 0) flipped to u8 and
-// interleaved into dst, 16 a step, the last 1 to 15 with masked loads and stores.
-inline void copy_run(const int8_t* const src[4], int64_t len, uint8_t* dst) {
-  const __m128i flip = _mm_set1_epi8(static_cast<char>(0x80)), zero = _mm_setzero_si128();
-  int64_t w = 0;
-  for (; w < len; w += 16) {
-    const int64_t n = len - w < 16 ? len - w : 16;
-    const __mmask16 m = static_cast<__mmask16>((uint32_t{1} << n) - 1);
-    __m128i r[4];
-    for (int k = 0; k < 4; ++k)
-      r[k] = src[k] == nullptr ? zero
-             : n == 16         ? _mm_xor_si128(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src[k] + w)), flip)
-                               : _mm_xor_si128(_mm_maskz_loadu_epi8(m, src[k] + w), flip);
-    if (n == 16) interleave4(r[0], r[1], r[2], r[3], dst + w * 4);
-    else interleave4_tail(r[0], r[1], r[2], r[3], dst + w * 4, n);
-  }
 }
 
 // A stride-1, unpadded copy of positions [pos0, pos1) of every channel block of image x0, group gi (a channel's
@@ -467,36 +413,26 @@ void tile(const TileArgs& t) {
   const int64_t ohw = t.ohw;
   int8_t* const y = t.y;
   const ChanRec* const rec = t.rec;
-  // Four vectors of 64 consecutive outputs (1x1 layers, rows of 64): narrowed together by two vpackssdw and a
-  // vpacksswb (saturating, as vpmovsdb: int32 -> int16 -> int8 saturates as int32 -> int8 does), put back in order by
-  // one vpermd (the packs interleave their sources by 128-bit lane), clamped and stored as one 64-byte vector.
-  bool packed = simple && RV == 4;
+  // Four vectors of 64 consecutive outputs (1x1 layers, rows of 64): store64's narrowing of the four together.
+  bool packed = simple && RV == 4 && smask[0] == 0xFFFF;
 #pragma GCC unroll 4
   for (int k = 1; k < RV; ++k) packed = packed && soff[k] == soff[0] + 16 * k && (k == RV - 1 || smask[k] == 0xFFFF);
-  packed = packed && smask[0] == 0xFFFF;
   __mmask64 pmask = 0;
 #pragma GCC unroll 4
   for (int k = 0; k < RV; ++k) pmask |= static_cast<__mmask64>(smask[k]) << (16 * k);
-  const __m512i lo64 = _mm512_set1_epi8(static_cast<char>(io.lo)), hi64 = _mm512_set1_epi8(static_cast<char>(io.hi));
-  // After the packs, dword 4l + j of the result holds vector j's outputs 4l .. 4l + 3.
-  const __m512i order = _mm512_setr_epi32(0, 4, 8, 12, 1, 5, 9, 13, 2, 6, 10, 14, 3, 7, 11, 15);
+  const kernels::Store64 st(io);
 #pragma GCC unroll 8
   for (int o = 0; o < RO; ++o) {
     const ChanRec c = rec[o];
     int8_t* yo = y + o * ohw;
     __m128i q[RV];
-    if (RV == 4 && packed && c.fast) {
-      const __m512i m = _mm512_set1_epi64(c.m64), r = _mm512_set1_epi64(c.r64);
-      const __m512i cnt = kernels::fast_count(c.shift);
-      __m512i v[4];
-#pragma GCC unroll 4
-      for (int k = 0; k < 4; ++k) v[k] = kernels::mul_shift_fast(acc[o][k < RV ? k : 0], m, r, cnt);
-      const __m512i w01 = _mm512_maskz_packs_epi32(__mmask32{0xFFFFFFFF}, v[0], v[1]);
-      const __m512i w23 = _mm512_maskz_packs_epi32(__mmask32{0xFFFFFFFF}, v[2], v[3]);
-      const __m512i b = _mm512_maskz_permutexvar_epi32(k16, order, _mm512_maskz_packs_epi16(~__mmask64{0}, w01, w23));
-      const __m512i clamped = _mm512_maskz_min_epi8(~__mmask64{0}, _mm512_maskz_max_epi8(~__mmask64{0}, b, lo64), hi64);
-      _mm512_mask_storeu_epi8(yo + soff[0], pmask, clamped);
-      continue;
+    if constexpr (RV == 4) {
+      if (packed && c.fast) {  // acc holds c.start already: store64 adds a zero start
+        ChanRec c0 = c;
+        c0.start = 0;
+        kernels::store64(c0, acc[o], yo + soff[0], pmask, st, io);
+        continue;
+      }
     }
     if (c.fast) {
       const __m512i m = _mm512_set1_epi64(c.m64), r = _mm512_set1_epi64(c.r64);
@@ -975,11 +911,8 @@ void depthwise(const KernelContext& ctx, const Plan& p, const int8_t* x, const i
 }
 
 Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView* out, int n_out) {
-  DTORCH_RETURN_IF_ERROR(kernels::check_num_outputs(kOp, n_out, 1));
-  if (portable() == nullptr) return op_error(StatusCode::kInternal, kOp, "the portable kernel is not registered");
   Shape shape;
-  size_t portable_scratch = 0;
-  DTORCH_RETURN_IF_ERROR(portable()->infer(*ctx.attrs, in, n_in, &shape, n_out, &portable_scratch));
+  DTORCH_RETURN_IF_ERROR(kernels::spec_output_shape(portable(), kOp, ctx, in, n_in, n_out, &shape));
   Plan p;
   DTORCH_RETURN_IF_ERROR(plan_of(*ctx.attrs, in, shape, &p));
   const kernels::ConvGeometry& g = p.g;
@@ -987,10 +920,7 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   if (!p.direct && !dot && (!(g.sw == 1 || g.sw == 2) || g.kh * g.kw > kDwMaxTaps))
     return portable()->run(ctx, in, n_in, out, n_out);
   DTORCH_RETURN_IF_ERROR(kernels::check_weight_scales(kOp, p.io, in[2], g.o));
-  if (out[0].dtype != DType::kInt8 || out[0].shape.ndim != 4 || out[0].shape.dims[0] != g.n ||
-      out[0].shape.dims[1] != g.o || out[0].shape.dims[2] != g.oh || out[0].shape.dims[3] != g.ow)
-    return op_error(StatusCode::kInternal, kOp, "output %s is not the int8 (N, O, OH, OW) infer gave",
-                    ::dtorch::shape_str(out[0].shape).c_str());
+  DTORCH_RETURN_IF_ERROR(kernels::check_conv_output(kOp, out[0], g));
   if (out[0].shape.numel() == 0) return Status::Ok();
   const float* ws = in[2].as<const float>();
   const int32_t* bias = kernels::optional_present(in, n_in, 3) ? in[3].as<const int32_t>() : nullptr;

@@ -149,27 +149,32 @@ def test_qconv2d_requantization_edges():
         _same_as_portable("qconv2d", attrs, [x, w, ws, b], f"y_scale {y_scale} {act}")
 
 
-@needs_x86
-@pytest.mark.parametrize("multiplier", [2.0**-31, 3.7e-6, 0.0123, 0.4999, 0.5, 0.75, 1.0, 1.5, 3.1, 1000.0])
-def test_requantization_across_the_clamp_thresholds(multiplier):
-    """Accumulators on every integer around the values where the output meets lo and hi: qlinear with K = 1,
-    w = 1 and x over all 256 values, each feature's bias placing the 256 accumulators across one threshold."""
-    rng = _rng("x86-thresholds", multiplier)
-    x = np.arange(-128, 128, dtype=np.int8).reshape(256, 1)
+def _threshold_cases(rng: np.random.Generator, multiplier: float, m: int = 24):
+    """For each activation: the quantization attrs, m channel scales giving `multiplier` and m biases that place the
+    accumulators of w = 1 times x in [-128, 127] across one of the output's clamp thresholds each."""
     for act, y_zp in (("none", 0), ("relu", -5), ("relu6", 20)):
-        m = 24
-        w = np.ones((m, 1), np.int8)
         x_scale, y_scale = 0.5, 0.25
         ws = np.full(m, np.float32(multiplier * y_scale / x_scale), np.float32)
         real = x_scale * float(ws[0]) / y_scale
         lo = y_zp if act != "none" else -128
         hi = 127 if act != "relu6" else min(127, y_zp + int(np.rint(6 / np.float32(y_scale))))
         targets = [lo - y_zp, hi - y_zp, lo - y_zp + 1, hi - y_zp - 1]
-        centers = [int(round(t / real)) for t in targets for _ in range(m // len(targets))]
+        centers = [int(round(t / real)) if real > 0 else 0 for t in targets for _ in range(m // len(targets))]
         b = np.array([c + int(rng.integers(-40, 40)) for c in centers], np.int64)
         b = np.clip(b, -2**31 + 300, 2**31 - 300).astype(np.int32)  # x - zp spans [-128, 127]: no wrap here
         attrs = {"x_scale": x_scale, "x_zero_point": 0, "y_scale": y_scale, "y_zero_point": y_zp, "activation": act}
-        _same_as_portable("qlinear", attrs, [x, w, ws, b], f"multiplier {multiplier} {act}")
+        yield act, attrs, ws, b
+
+
+@needs_x86
+@pytest.mark.parametrize("multiplier", [2.0**-31, 3.7e-6, 0.0123, 0.4999, 0.5, 0.75, 1.0, 1.5, 3.1, 1000.0])
+def test_requantization_across_the_clamp_thresholds(multiplier):
+    """Accumulators on every integer around the values where the output meets lo and hi: qlinear with K = 1,
+    w = 1 and x over all 256 values, each feature's bias placing the 256 accumulators across one threshold."""
+    x = np.arange(-128, 128, dtype=np.int8).reshape(256, 1)
+    for act, attrs, ws, b in _threshold_cases(_rng("x86-thresholds", multiplier), multiplier):
+        _same_as_portable("qlinear", attrs, [x, np.ones((len(ws), 1), np.int8), ws, b],
+                          f"multiplier {multiplier} {act}")
 
 
 LINEAR = [(1, 1, 1), (1, 1280, 1000), (5, 40, 13), (3, 17, 16), (4, 33, 17), (9, 64, 40), (2, 7, 8), (13, 300, 3)]
@@ -419,12 +424,12 @@ def _int8_model(rng: np.random.Generator) -> tuple[bytes, np.ndarray]:
 
 
 @needs_x86
-def test_sessions_pick_x86_int8_kernels_when_vnni_is_excluded(tmp_path: Path):
+def test_sessions_pick_x86_int8_kernels_when_vnni_and_amx_are_excluded(tmp_path: Path):
     import dtorch.runtime as rt
 
     data, x = _int8_model(_rng("x86-session"))
     want = rt.InferenceSession(data, kernels="portable").run(None, {"x": x})[0]
-    s = rt.InferenceSession(data, threads=2, exclude_kernel_sets=["vnni"])
+    s = rt.InferenceSession(data, threads=2, exclude_kernel_sets=["amx", "vnni"])
     chosen = {(op, ks) for op, _, ks in s.node_kernels() if op in ("qconv2d", "qlinear")}
     assert chosen == {("qconv2d", "x86"), ("qlinear", "x86")}
     np.testing.assert_array_equal(s.run(None, {"x": x})[0], want)
