@@ -14,7 +14,9 @@ float model (relative RMS) on the timed input.
 ONNX Runtime is not timed there (its own dispatch would still take AVX-512 / VNNI). On an AVX-512 machine that is
 the AVX2 code on AVX-512 hardware, not an AVX2-only CPU, and the figures say so. --write puts them in a "###"
 block of the int8 section; the plain run rewrites the section and carries such blocks over.
-Run: .venv/bin/python benchmarks/bench_int8.py [--isa native|avx2] [--write]
+--isa vnni: the dtorch engines without the amx set (int8 on vpdpbusd, as a VNNI CPU without AMX runs it: Ice Lake,
+Cascade Lake, Zen 4), beside ONNX Runtime as it runs natively; also written as a "###" block.
+Run: .venv/bin/python benchmarks/bench_int8.py [--isa native|vnni|avx2] [--write]
 """
 
 from __future__ import annotations
@@ -41,6 +43,7 @@ MODELS = ("simplenet", "mobilenet_v2")
 ENGINES = ("dtorch", "dtorch_int8", "onnxruntime", "onnxruntime_int8")
 SECTION = "Int8 vs float32 and ONNX Runtime int8 (issue 17)"
 AVX2_BLOCK = "AVX2 only: the AVX-512 kernel sets switched off"
+VNNI_BLOCK = "VNNI without AMX: the amx kernel set switched off"
 AVX512_SETS = ("avx512", "vnni", "amx")
 
 
@@ -70,7 +73,8 @@ def quantize_both(onnx_path: Path, dtm_path: Path, calib: list[np.ndarray], tmp:
 
 def time_engines(paths: dict[str, Path], npy: Path, threads: int, iters: int, rounds: int,
                  isa: str = "native") -> dict[str, object]:
-    """isa "avx2": the dtorch engines run bench_runtime's "dtorch_avx2" kind (no AVX-512 kernel set)."""
+    """isa "avx2" / "vnni": the dtorch engines run bench_runtime's "dtorch_avx2" kind (no AVX-512 kernel set) /
+    "dtorch_vnni" kind (no amx set)."""
     times: dict[str, list[float]] = {e: [] for e in paths}
     outs: dict[str, np.ndarray] = {}
     sets: dict[str, str] = {}
@@ -79,7 +83,7 @@ def time_engines(paths: dict[str, Path], npy: Path, threads: int, iters: int, ro
         for _ in range(rounds):
             for engine, model in paths.items():
                 kind = ("onnxruntime" if engine.startswith("onnxruntime")
-                        else "dtorch_avx2" if isa == "avx2" else "dtorch")
+                        else {"avx2": "dtorch_avx2", "vnni": "dtorch_vnni"}.get(isa, "dtorch"))
                 out = Path(d) / f"{engine}.npy"
                 proc = subprocess.run([sys.executable, "-c", STEADY, kind, str(model), str(npy), str(threads),
                                        str(per_round), str(out)], check=True, capture_output=True, text=True,
@@ -88,11 +92,11 @@ def time_engines(paths: dict[str, Path], npy: Path, threads: int, iters: int, ro
                 times[engine] += r["times"]
                 outs[engine] = np.load(out)
                 sets[engine] = r["kernel_sets"]
-    if isa == "avx2":  # what the sessions ran: no AVX-512 set may be among them
-        for engine, used in sets.items():
-            bad = set(used.split(",")) & set(AVX512_SETS)
-            if bad:
-                raise SystemExit(f"--isa avx2: {engine} ran the kernel sets {sorted(bad)}")
+    banned = {"avx2": set(AVX512_SETS), "vnni": {"amx"}}.get(isa, set())
+    for engine, used in sets.items():  # what the sessions ran: none of the sets switched off
+        bad = set(used.split(",")) & banned
+        if bad:
+            raise SystemExit(f"--isa {isa}: {engine} ran the kernel sets {sorted(bad)}")
     res: dict[str, object] = {f"{e}_p50": statistics.median(t) for e, t in times.items()}
     res["outputs"] = outs
     res["kernel_sets"] = sets
@@ -119,8 +123,9 @@ def main() -> None:
     p.add_argument("--models", default=",".join(MODELS))
     p.add_argument("--iters", type=int, default=60)
     p.add_argument("--rounds", type=int, default=5)
-    p.add_argument("--isa", choices=("native", "avx2"), default="native",
-                   help="avx2: dtorch without its AVX-512 kernel sets (avx512, vnni), as an AVX2-only CPU runs it")
+    p.add_argument("--isa", choices=("native", "vnni", "avx2"), default="native",
+                   help="avx2: dtorch without its AVX-512 kernel sets (avx512, vnni, amx), as an AVX2-only CPU runs "
+                        "it; vnni: without the amx set")
     p.add_argument("--write", action="store_true")
     args = p.parse_args()
     avx2 = args.isa == "avx2"
@@ -158,11 +163,20 @@ def main() -> None:
                          f"{r[f't{t}_speedup']:.2f}x | {r[f't{t}_onnxruntime_p50']:.2f} | "
                          f"{r[f't{t}_onnxruntime_int8_p50']:.2f} | {r[f't{t}_vs_ort_int8']:.2f}x | "
                          f"{r['err_dtorch_int8']:.4f} / {r['err_ort_int8']:.4f} |")
-    body = "\n".join([f"CPU: {cpu_description()}. Median steady latency at batch 1 over {args.rounds} alternating "
+    vnni = args.isa == "vnni"
+    int8_sets = ", ".join(f"{r['model']}: {r['kernel_sets']['dtorch_int8']}" for r in rows)  # type: ignore[index]
+    lead = (f"CPU: {cpu_description()}" + (", with dtorch's amx kernel set switched off (exclude_kernel_sets): int8 "
+                                            "convolutions on vpdpbusd, as a VNNI CPU without AMX runs them; ONNX "
+                                            "Runtime as it runs here" if vnni else ""))
+    body = "\n".join([f"{lead}. Median steady latency at batch 1 over {args.rounds} alternating "
                       f"rounds ({args.iters} runs per engine). Calibration: 8 random-normal batches, the same for "
-                      f"both quantizers.", "", *table])
+                      f"both quantizers. Kernel sets of dtorch int8: "
+                      f"{int8_sets}.",
+                      "", *table])
     print(body)
-    if args.write:
+    if args.write and vnni:
+        write_subsection(SECTION, VNNI_BLOCK, body, ".venv/bin/python benchmarks/bench_int8.py --isa vnni --write")
+    elif args.write:
         # The "###" blocks other runs keep in this section (the --isa avx2 figures) stay.
         write_section(SECTION, body + "\n\n" + subsections(SECTION), ".venv/bin/python benchmarks/bench_int8.py --write")
 
@@ -178,7 +192,7 @@ def write_avx2(rows: list[dict[str, object]], args: argparse.Namespace) -> None:
                          f"{r[f't{t}_speedup']:.2f}x | {sets['dtorch']} / {sets['dtorch_int8']} | "  # type: ignore[index]
                          f"{r['err_dtorch_int8']:.4f} |")
     body = "\n".join([
-        f"CPU: {cpu_description()}, with dtorch's AVX-512 kernel sets (avx512, vnni) switched off in both sessions "
+        f"CPU: {cpu_description()}, with dtorch's AVX-512 kernel sets (avx512, vnni, amx) switched off in both sessions "
         f"(exclude_kernel_sets): the code an AVX2-only CPU runs, timed on AVX-512 hardware, not on an AVX2-only CPU "
         f"(its clock, caches and ports differ). Median steady latency at batch 1 over {args.rounds} alternating "
         f"rounds ({args.iters} runs per engine); ONNX Runtime is not in this table (it cannot be held to AVX2 here). "
