@@ -3,8 +3,9 @@ name (`run_kernel(..., kernel_set="amx")`, 1, 2 and 3 threads and unprepared): p
 (K = 1 to 1000: one chunk of 4 to 64 bytes, equal chunks, a padded last chunk), output channels around the 16-row
 panels, positions around the 64-position blocks, batches, every activation, operands and zero points at the int8
 extremes with biases that wrap, both requantization paths (store64's packs and requantize16) at their boundaries,
-and run-time scales. Every other convolution (3x3, strided or padded 1x1, grouped, depthwise) is handed to the vnni
-set's kernel and still gives the portable bits. Then which CPUs register the set (AMX-TILE + AMX-INT8 + AVX-512
+and run-time scales. Dense and grouped convolutions with 16 or more channels a group (strides, padding, dilation,
+chunks of 4 to 16 channel blocks a tap, virtual output columns, up to 64 taps). Depthwise and narrow convolutions
+are handed to the vnni set's kernel and still give the portable bits. Then which CPUs register the set (AMX-TILE + AMX-INT8 + AVX-512
 VNNI) and what a session picks."""
 
 from __future__ import annotations
@@ -64,11 +65,39 @@ def test_pointwise_gives_the_portable_bits(case, activation):
     _same_as_portable(attrs, [x, w, ws, None], f"case {case}, no bias")
 
 
+DENSE = [  # (N, C, H, W), (O, C / groups, kh, kw), geometry: the dense path (16 or more channels a group)
+    ((1, 16, 12, 12), (24, 16, 3, 3), _conv(padding=(1, 1, 1, 1))),                  # 9 taps of one 16-byte chunk
+    ((1, 32, 29, 31), (64, 32, 3, 3), _conv((2, 2), (1, 1, 1, 1))),                  # SimpleNet's: the phase split
+    ((1, 64, 14, 14), (20, 64, 3, 3), _conv(padding=(1, 1, 1, 1))),                  # one full 64-byte chunk a tap
+    ((1, 80, 9, 10), (33, 80, 3, 3), _conv(padding=(0, 1, 1, 0))),                   # 2 chunks of 10 blocks a tap
+    ((2, 17, 7, 23), (5, 17, 3, 2), _conv((1, 2), (1, 1, 0, 1), (2, 1))),             # 17 channels, dilation, batch
+    ((1, 32, 16, 16), (48, 16, 3, 3), _conv((2, 2), (1, 1, 1, 1), groups=2)),        # grouped
+    ((1, 32, 16, 16), (40, 32, 1, 1), _conv((2, 2))),                                # 1x1 stride 2
+    ((1, 24, 10, 10), (16, 24, 1, 1), _conv(padding=(1, 1, 1, 1))),                  # 1x1 padded
+    ((1, 16, 20, 4), (8, 16, 5, 5), _conv(padding=(2, 2, 2, 2))),                    # 4 columns: a vector over rows
+    ((1, 16, 11, 11), (4, 16, 8, 8), _conv(padding=(3, 4, 3, 4))),                   # 64 taps: the most it takes
+    ((1, 16, 11, 11), (4, 16, 9, 9), _conv(padding=(4, 4, 4, 4))),                   # 81 taps: vnni's
+    ((1, 8, 12, 12), (24, 8, 3, 3), _conv(padding=(1, 1, 1, 1))),                    # 8 channels: vnni's
+]
+
+
+@needs_amx
+@pytest.mark.parametrize("case", range(len(DENSE)))
+@pytest.mark.parametrize("activation", ["none", "relu6"])
+def test_dense_convolutions_give_the_portable_bits(case, activation):
+    xs, wsh, geo = DENSE[case]
+    rng = _rng("amx-dense", case, activation)
+    x, w, ws, b = _operands(rng, xs, wsh)
+    attrs = {**_io(rng), **geo, "activation": activation}
+    _same_as_portable(attrs, [x, w, ws, b], f"case {case}")
+    _same_as_portable(attrs, [x, w, ws, None], f"case {case}, no bias")
+
+
 @needs_amx
 @pytest.mark.parametrize("case", range(len(CONV)))
-def test_shapes_it_hands_to_vnni_give_the_portable_bits(case):
-    """The x86 set's convolution cases (3x3, strides, padding, dilation, groups, depthwise, 1x1 strided): the amx
-    kernel runs the vnni set's kernel for them."""
+def test_x86_cases_give_the_portable_bits(case):
+    """The x86 set's convolution cases (3x3, strides, padding, dilation, groups, depthwise, 1x1 strided): the dense
+    path where a group has 16 channels or more, the vnni set's kernel for the rest."""
     xs, wsh, geo = CONV[case]
     rng = _rng("amx-other", case)
     x, w, ws, b = _operands(rng, xs, wsh)
@@ -77,18 +106,22 @@ def test_shapes_it_hands_to_vnni_give_the_portable_bits(case):
 
 @needs_amx
 @pytest.mark.parametrize("x_zp,y_zp", [(-128, -128), (127, 127), (-128, 127), (127, -128)])
-@pytest.mark.parametrize("case", [0, 4, 7])
+@pytest.mark.parametrize("case", ["pw0", "pw4", "pw7", "dense1", "dense3"])
 def test_extremes(case, x_zp, y_zp):
     """Weights and inputs at -128 and 127, the zero points at either end, biases that wrap past int32."""
-    xs, o = POINTWISE[case]
+    if case.startswith("pw"):
+        xs, o = POINTWISE[int(case[2:])]
+        wsh, geo = (o, xs[1], 1, 1), _conv()
+    else:
+        xs, wsh, geo = DENSE[int(case[5:])]
     rng = _rng("amx-extreme", case, x_zp, y_zp)
     x = np.where(rng.random(xs) < 0.5, -128, 127).astype(np.int8)
-    w = np.where(rng.random((o, xs[1], 1, 1)) < 0.5, -128, 127).astype(np.int8)
+    w = np.where(rng.random(wsh) < 0.5, -128, 127).astype(np.int8)
     w[0] = -128
-    ws = rng.uniform(1e-5, 1e-3, size=o).astype(np.float32)
-    b = rng.integers(-2**31, 2**31, size=o, dtype=np.int64).astype(np.int32)
+    ws = rng.uniform(1e-5, 1e-3, size=wsh[0]).astype(np.float32)
+    b = rng.integers(-2**31, 2**31, size=wsh[0], dtype=np.int64).astype(np.int32)
     for activation in ("none", "relu6"):
-        attrs = {**_io(rng, x_zp, y_zp), **_conv(), "activation": activation}
+        attrs = {**_io(rng, x_zp, y_zp), **geo, "activation": activation}
         _same_as_portable(attrs, [x, w, ws, b], f"case {case}")
 
 
