@@ -92,7 +92,7 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   const __m512i sb = nb == 1 ? input_step(b, 1, ib) : _mm512_setzero_si512();
   const __m512i fa = _mm512_maskz_permutexvar_epi32(__mmask16{0xFFFF}, _mm512_setzero_si512(), sa);
   const __m512i fb = _mm512_maskz_permutexvar_epi32(__mmask16{0xFFFF}, _mm512_setzero_si512(), sb);
-  kernels::parallel_chunks(ctx.pool, n, 16384, [&](int64_t i0, int64_t i1) {
+  kernels::parallel_chunks(ctx.pool, n, 4096, [&](int64_t i0, int64_t i1) {
     for (int64_t i = i0; i < i1; i += 16) {
       const __mmask16 live = static_cast<__mmask16>(i1 - i >= 16 ? 0xFFFF : (uint32_t{1} << (i1 - i)) - 1);
       const __m512i xa = na == 1 ? fa : input_step(a + i, live, ia);
