@@ -338,7 +338,10 @@ void dense(const KernelContext& ctx, const Plan& p, const TensorView* in, int n_
           kTiles[ro - 1][rv - 1](ta);
         }
       };
-      if (p.plain) {
+      // A widening layer with a short K loop splits its threads by panels (the tile order above): each thread writes
+      // whole output planes, which the depthwise layer after it (split by channels) reads on the same core.
+      const bool widening = panel_major && g.og > g.cg;
+      if (p.plain && !widening) {
         // 1x1, stride 1, no padding: a block's tiles read only its own positions, so each thread copies the
         // positions of its blocks and runs their tiles, in one parallel region (no barrier between copy and tiles).
         kernels::parallel_chunks(ctx.pool, p.blocks, 1, [&](int64_t b0, int64_t b1) {
