@@ -7,7 +7,8 @@
 // the vnni set's (kernels/vnni/vnni.h), so the set is "exact" like vnni.
 #pragma once
 
-#if !defined(__x86_64__) || !defined(__AVX512VNNI__) || !defined(__AMX_TILE__) || !defined(__AMX_INT8__)
+#if !defined(__x86_64__) || !defined(__AVX512VNNI__) || !(defined(__AMX_TILE__) || defined(__AMXTILE__)) || \
+    !(defined(__AMX_INT8__) || defined(__AMXINT8__))  // GCC: __AMX_TILE__; clang: __AMXTILE__
 #error "kernels/amx is built only for x86-64, with the vnni flags and -mamx-tile -mamx-int8"
 #endif
 

@@ -439,7 +439,7 @@ def test_sessions_pick_x86_int8_kernels_when_vnni_and_amx_are_excluded(tmp_path:
                     reason="needs qemu-x86_64 (scripts/setup.sh) and an x86-64 host with the x86 set")
 def test_only_cpus_with_avx2_and_fma_take_the_x86_int8_kernels(tmp_path: Path):
     """dtorch-run under QEMU's CPU models: qemu64 (no AVX) runs the portable int8 kernels; Haswell (AVX2 + FMA, no
-    AVX-512: what an AVX2-only CPU runs) takes the x86 qconv2d and qlinear, never vnni; both give the host's bits."""
+    AVX-512: what an AVX2-only CPU runs) takes the x86 qconv2d and qlinear, never vnni or amx; both give the host's bits."""
     build = scons_host("dtorch-run")
     data, x = _int8_model(_rng("x86-qemu"))
     model, inp = tmp_path / "m.dtm", tmp_path / "x.npy"
