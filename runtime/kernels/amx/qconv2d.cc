@@ -51,31 +51,39 @@ const KernelDef* next_kernel() {
   return k;
 }
 
-// The K chunks of a layer with K input channels: n chunks of kc bytes (a multiple of 4, at most 64), n * kc >= K.
-struct Chunks {
-  int64_t n, kc, kp;  // kp = n * kc: K with its zero padding
-};
-Chunks chunks_of(int64_t k) {
-  const int64_t n = kernels::ceil_div(k, 64);
-  const int64_t kc = kernels::ceil_div(kernels::ceil_div(k, n), 4) * 4;
-  return Chunks{n, kc, n * kc};
-}
-
-// Packed weights: [panel][chunk][16 rows][64 bytes] s8 (zero past K and past O), then (64-aligned) a ChanRec per
-// output channel when prepare could make them (constant scales and bias).
 int64_t panels_of(int64_t o) { return kernels::ceil_div(o, kCh); }
-int64_t weight_bytes(int64_t o, int64_t k) { return panels_of(o) * chunks_of(k).n * kCh * 64; }
 int64_t recs_bytes(int64_t o) { return kernels::ceil_div(o * static_cast<int64_t>(sizeof(ChanRec)), 64) * 64; }
 
-void pack(const int8_t* w, int64_t o_count, int64_t k, int8_t* dst) {
-  const Chunks ch = chunks_of(k);
-  std::memset(dst, 0, static_cast<size_t>(weight_bytes(o_count, k)));
-  for (int64_t o = 0; o < o_count; ++o)
-    for (int64_t c = 0; c < ch.n; ++c) {
-      const int64_t k0 = c * ch.kc, k1 = k0 + ch.kc < k ? k0 + ch.kc : k;
-      if (k1 > k0)
-        std::memcpy(dst + ((o / kCh * ch.n + c) * kCh + o % kCh) * 64, w + o * k + k0, static_cast<size_t>(k1 - k0));
-    }
+// The K chunks of a layer (pointwise: one tap): each tap's cb channel blocks in n chunks of nr blocks (n * nr >= cb),
+// so a chunk is nr * 4 <= 64 bytes of K.
+struct DenseK {
+  int64_t taps, cb, n, nr;
+};
+DenseK dense_k(int64_t cg, int64_t kh, int64_t kw) {
+  const int64_t cb = kernels::ceil_div(cg, 4), n = kernels::ceil_div(cb, 16);
+  return DenseK{kh * kw, cb, n, kernels::ceil_div(cb, n)};
+}
+
+// Packed weights (both paths): [group][16-channel panel][tap][chunk][16 rows][64 bytes] s8 (row r, bytes 4b + t:
+// channel 4 (chunk * nr + b) + t of the tap; zero past cg and past og), then (64-aligned) a ChanRec per output
+// channel when prepare could make them (constant scales and bias).
+int64_t dense_weight_bytes(const kernels::ConvGeometry& g) {
+  const DenseK k = dense_k(g.cg, g.kh, g.kw);
+  return g.groups * panels_of(g.og) * k.taps * k.n * kCh * 64;
+}
+
+void dense_pack(const kernels::ConvGeometry& g, const int8_t* w, int8_t* dst) {
+  const DenseK k = dense_k(g.cg, g.kh, g.kw);
+  const int64_t panels = panels_of(g.og), kk = g.cg * k.taps;
+  std::memset(dst, 0, static_cast<size_t>(dense_weight_bytes(g)));
+  for (int64_t gi = 0; gi < g.groups; ++gi)
+    for (int64_t o = 0; o < g.og; ++o)
+      for (int64_t c = 0; c < g.cg; ++c)
+        for (int64_t t = 0; t < k.taps; ++t) {
+          const int64_t b = c / 4, chunk = b / k.nr;
+          const int64_t tile = ((gi * panels + o / kCh) * k.taps + t) * k.n + chunk;
+          dst[(tile * kCh + o % kCh) * 64 + (b - chunk * k.nr) * 4 + c % 4] = w[(gi * g.og + o) * kk + c * k.taps + t];
+        }
 }
 
 void make_recs(const kernels::QuantIO& io, const int8_t* w, int64_t o_count, int64_t k, const float* ws,
@@ -96,10 +104,11 @@ int64_t dense_scratch_bytes(const kernels::Plan& p);
 
 // Scratch: the packed weights and records (when prepare did not keep them), then one image's copy.
 int64_t copy_bytes(const kernels::ConvGeometry& g) {
-  return kernels::ceil_div(g.h * g.w, kPos) * chunks_of(g.c).kp * kPos;
+  const DenseK k = dense_k(g.c, 1, 1);
+  return kernels::ceil_div(g.h * g.w, kPos) * k.n * k.nr * 4 * kPos;
 }
 int64_t scratch_bytes(const kernels::ConvGeometry& g) {
-  return weight_bytes(g.o, g.c) + recs_bytes(g.o) + copy_bytes(g);
+  return dense_weight_bytes(g) + recs_bytes(g.o) + copy_bytes(g);
 }
 
 Status plan_of(const Attrs& attrs, const TensorView* in, const Shape& out, kernels::ConvGeometry* g,
@@ -190,7 +199,7 @@ struct Work {
   const uint8_t* xs;      // the image's copy
   int8_t* y;              // the image's output
   int64_t o, hw, panels, blocks;
-  Chunks ch;
+  DenseK k;  // its K chunks
   const kernels::QuantIO* io;
   bool panel_major;
 };
@@ -203,21 +212,21 @@ bool panel_major(int64_t in_channels, int64_t out_channels) { return out_channel
 
 // Units [u0, u1) of (block, panel), block-major.
 void run_units(const Work& w, int64_t u0, int64_t u1) {
-  const kernels::TileConfig cfg = tile_config(w.ch.kc);
+  const kernels::TileConfig cfg = tile_config(w.k.nr * 4);
   _tile_loadconfig(&cfg);
   alignas(64) int32_t buf[kCh * kPos];  // C tiles: channel r's 64 sums at buf + r * 64
   const kernels::QuantIO io = *w.io;
   const kernels::Store64 st(io);
-  const int64_t nb = w.ch.kc / 4;  // B rows per chunk
+  const int64_t nb = w.k.nr, kp = w.k.n * nb * 4;  // B rows per chunk, K with its zero padding
   for (int64_t u = u0; u < u1; ++u) {
     const int64_t blk = w.panel_major ? u % w.blocks : u / w.panels, pan = w.panel_major ? u / w.blocks : u % w.panels;
-    const uint8_t* xb = w.xs + blk * w.ch.kp * kPos;
-    const int8_t* wa = w.wp + pan * w.ch.n * kCh * 64;
+    const uint8_t* xb = w.xs + blk * kp * kPos;
+    const int8_t* wa = w.wp + pan * w.k.n * kCh * 64;
     _tile_zero(0);
     _tile_zero(1);
     _tile_zero(2);
     _tile_zero(3);
-    for (int64_t c = 0; c < w.ch.n; ++c) chunk4(wa + c * kCh * 64, xb + c * nb * kPos * 4, kPos * 4);
+    for (int64_t c = 0; c < w.k.n; ++c) chunk4(wa + c * kCh * 64, xb + c * nb * kPos * 4, kPos * 4);
     store4(buf);
     const int64_t p0 = blk * kPos, n = w.hw - p0 < kPos ? w.hw - p0 : kPos;
     const __mmask64 mask = n == kPos ? ~__mmask64{0} : (__mmask64{1} << n) - 1;
@@ -232,36 +241,6 @@ void run_units(const Work& w, int64_t u0, int64_t u1) {
 }
 
 // --- dense and grouped convolutions ---------------------------------------------------------------------------
-
-// The K chunks of a dense layer: each tap's cb channel blocks in n chunks of nr blocks (n * nr >= cb).
-struct DenseK {
-  int64_t taps, cb, n, nr;
-};
-DenseK dense_k(int64_t cg, int64_t kh, int64_t kw) {
-  const int64_t cb = kernels::ceil_div(cg, 4), n = kernels::ceil_div(cb, 16);
-  return DenseK{kh * kw, cb, n, kernels::ceil_div(cb, n)};
-}
-
-// Packed weights: [group][16-channel panel][tap][chunk][16 rows][64 bytes] s8 (row r, bytes 4b + t: channel
-// 4 (chunk * nr + b) + t of the tap; zero past cg and past og), then (64-aligned) a ChanRec per output channel.
-int64_t dense_weight_bytes(const kernels::ConvGeometry& g) {
-  const DenseK k = dense_k(g.cg, g.kh, g.kw);
-  return g.groups * panels_of(g.og) * k.taps * k.n * kCh * 64;
-}
-
-void dense_pack(const kernels::ConvGeometry& g, const int8_t* w, int8_t* dst) {
-  const DenseK k = dense_k(g.cg, g.kh, g.kw);
-  const int64_t panels = panels_of(g.og), kk = g.cg * k.taps;
-  std::memset(dst, 0, static_cast<size_t>(dense_weight_bytes(g)));
-  for (int64_t gi = 0; gi < g.groups; ++gi)
-    for (int64_t o = 0; o < g.og; ++o)
-      for (int64_t c = 0; c < g.cg; ++c)
-        for (int64_t t = 0; t < k.taps; ++t) {
-          const int64_t b = c / 4, chunk = b / k.nr;
-          const int64_t tile = ((gi * panels + o / kCh) * k.taps + t) * k.n + chunk;
-          dst[(tile * kCh + o % kCh) * 64 + (b - chunk * k.nr) * 4 + c % 4] = w[(gi * g.og + o) * kk + c * k.taps + t];
-        }
-}
 
 // Whether the dense path takes a convolution: not depthwise, not this file's pointwise one, 16 channels a group,
 // kernels up to 8 x 8.
@@ -415,12 +394,11 @@ Status prepare(const Attrs& attrs, const TensorView* in, int n_in, void* dst, si
                     (!bias_present ||
                      (in[3].data != nullptr && in[3].dtype == DType::kInt32 && in[3].shape.numel() == o)) &&
                     kernels::read_quant_io(kOp, attrs, &io).ok();
-  const int64_t wbytes = pw ? weight_bytes(o, k) : dense_weight_bytes(g);
+  const int64_t wbytes = dense_weight_bytes(g);
   *bytes = static_cast<size_t>(wbytes + (recs ? recs_bytes(o) : 0));
   if (dst == nullptr) return Status::Ok();
   int8_t* d = static_cast<int8_t*>(dst);
-  if (pw) pack(in[1].as<const int8_t>(), o, k, d);
-  else dense_pack(g, in[1].as<const int8_t>(), d);
+  dense_pack(g, in[1].as<const int8_t>(), d);
   if (recs)
     make_recs(io, in[1].as<const int8_t>(), o, k, in[2].as<const float>(),
               bias_present ? in[3].as<const int32_t>() : nullptr, reinterpret_cast<ChanRec*>(d + wbytes));
@@ -454,10 +432,10 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   const int64_t o = g.o, k = g.c, hw = g.h * g.w;
   uint8_t* scratch = static_cast<uint8_t*>(ctx.scratch);
   const int8_t* wp = static_cast<const int8_t*>(ctx.prepared);
-  const size_t wbytes = static_cast<size_t>(weight_bytes(o, k));
+  const size_t wbytes = static_cast<size_t>(dense_weight_bytes(g));
   const bool have_recs = wp != nullptr && ctx.prepared_bytes == wbytes + static_cast<size_t>(recs_bytes(o));
   if (wp == nullptr || (!have_recs && ctx.prepared_bytes != wbytes)) {
-    pack(in[1].as<const int8_t>(), o, k, reinterpret_cast<int8_t*>(scratch));
+    dense_pack(g, in[1].as<const int8_t>(), reinterpret_cast<int8_t*>(scratch));
     wp = reinterpret_cast<const int8_t*>(scratch);
   }
   const ChanRec* recs = reinterpret_cast<const ChanRec*>(wp + wbytes);
@@ -468,14 +446,15 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
     recs = made;
   }
   uint8_t* xs = scratch + wbytes + recs_bytes(o);
-  const Chunks ch = chunks_of(k);
+  const DenseK ck = dense_k(k, 1, 1);
+  const int64_t kp = ck.n * ck.nr * 4;
   const int64_t blocks = kernels::ceil_div(hw, kPos), panels = panels_of(o);
   for (int64_t img = 0; img < g.n; ++img) {
     const int8_t* x0 = in[0].as<const int8_t>() + img * k * hw;
     kernels::parallel_chunks(ctx.pool, blocks, 1, [&](int64_t b0, int64_t b1) {
-      for (int64_t b = b0; b < b1; ++b) copy_block(x0, k, hw, ch.kp, b, xs + b * ch.kp * kPos);
+      for (int64_t b = b0; b < b1; ++b) copy_block(x0, k, hw, kp, b, xs + b * kp * kPos);
     });
-    const Work w{x0, wp, recs, xs, out[0].as<int8_t>() + img * o * hw, o, hw, panels, blocks, ch, &io,
+    const Work w{x0, wp, recs, xs, out[0].as<int8_t>() + img * o * hw, o, hw, panels, blocks, ck, &io,
                  panel_major(k, o)};
     kernels::parallel_chunks(ctx.pool, blocks * panels, 1, [&](int64_t u0, int64_t u1) { run_units(w, u0, u1); });
   }
