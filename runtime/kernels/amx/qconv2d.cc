@@ -86,15 +86,6 @@ void dense_pack(const kernels::ConvGeometry& g, const int8_t* w, int8_t* dst) {
         }
 }
 
-void make_recs(const kernels::QuantIO& io, const int8_t* w, int64_t o_count, int64_t k, const float* ws,
-               const int32_t* bias, ChanRec* recs) {
-  for (int64_t o = 0; o < o_count; ++o) {
-    int32_t wsum = 0;
-    kernels::qconv_weight_sums(w + o * k, 1, k, &wsum);
-    recs[o] = kernels::chan_rec(io, ws, bias, o, wsum);
-  }
-}
-
 // Whether this kernel takes a convolution of geometry g (the tile data permitted).
 bool takes(const kernels::ConvGeometry& g) { return g.pointwise && g.groups == 1 && kernels::amx_permitted(); }
 
@@ -347,7 +338,7 @@ Status run_dense(const KernelContext& ctx, const kernels::Plan& p, const TensorV
   const ChanRec* recs = reinterpret_cast<const ChanRec*>(wp + wbytes);
   if (!have_recs) {
     ChanRec* made = reinterpret_cast<ChanRec*>(scratch + wbytes);
-    make_recs(p.io, in[1].as<const int8_t>(), g.o, g.cg * g.kh * g.kw, in[2].as<const float>(),
+    kernels::weight_recs(p.io, in[1].as<const int8_t>(), g.o, g.cg * g.kh * g.kw, in[2].as<const float>(),
               kernels::optional_present(in, n_in, 3) ? in[3].as<const int32_t>() : nullptr, made);
     recs = made;
   }
@@ -400,7 +391,7 @@ Status prepare(const Attrs& attrs, const TensorView* in, int n_in, void* dst, si
   int8_t* d = static_cast<int8_t*>(dst);
   dense_pack(g, in[1].as<const int8_t>(), d);
   if (recs)
-    make_recs(io, in[1].as<const int8_t>(), o, k, in[2].as<const float>(),
+    kernels::weight_recs(io, in[1].as<const int8_t>(), o, k, in[2].as<const float>(),
               bias_present ? in[3].as<const int32_t>() : nullptr, reinterpret_cast<ChanRec*>(d + wbytes));
   return Status::Ok();
 }
@@ -441,7 +432,7 @@ Status run(const KernelContext& ctx, const TensorView* in, int n_in, TensorView*
   const ChanRec* recs = reinterpret_cast<const ChanRec*>(wp + wbytes);
   if (!have_recs) {
     ChanRec* made = reinterpret_cast<ChanRec*>(scratch + wbytes);
-    make_recs(io, in[1].as<const int8_t>(), o, k, in[2].as<const float>(),
+    kernels::weight_recs(io, in[1].as<const int8_t>(), o, k, in[2].as<const float>(),
               kernels::optional_present(in, n_in, 3) ? in[3].as<const int32_t>() : nullptr, made);
     recs = made;
   }

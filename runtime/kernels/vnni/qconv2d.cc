@@ -96,12 +96,7 @@ void dot_pack(const kernels::ConvGeometry& g, const int8_t* w, int32_t* wpk) {
 
 void dot_recs(const kernels::ConvGeometry& g, const kernels::QuantIO& io, const int8_t* w, const float* ws,
               const int32_t* bias, ChanRec* recs) {
-  const int64_t taps = g.kh * g.kw;
-  for (int64_t o = 0; o < g.o; ++o) {
-    int32_t wsum = 0;
-    kernels::qconv_weight_sums(w + o * taps, 1, taps, &wsum);
-    recs[o] = chan_rec(io, ws, bias, o, wsum);
-  }
+  kernels::weight_recs(io, w, g.o, g.kh * g.kw, ws, bias, recs);
 }
 
 // Scratch: the packed weights and channel records (when prepare did not keep them), the step offsets, one image and
@@ -385,6 +380,21 @@ inline __mmask64 row_mask(int64_t c0, int64_t W, int64_t need, __mmask64 full) {
   return hi_b > lo_b ? (((~__mmask64{0}) >> (64 - hi_b)) & ~((__mmask64{1} << lo_b) - 1)) : __mmask64{0};
 }
 
+// Input row `row` of a plane (rows of W bytes from x, read from its column c0) as u8 (x + 128): the bytes in `mask`
+// loaded, the others x_zero_point (zp8); a row outside [0, H) all x_zero_point (pad: its u8 form).
+inline __m512i row_u8(const int8_t* x, int64_t row, int64_t H, int64_t W, __mmask64 mask, __m512i zp8, __m512i flip,
+                      __m512i pad) {
+  return static_cast<uint64_t>(row) < static_cast<uint64_t>(H)
+             ? _mm512_xor_si512(_mm512_mask_loadu_epi8(zp8, mask, x + row * W), flip)
+             : pad;
+}
+inline __m256i row_u8(const int8_t* x, int64_t row, int64_t H, int64_t W, __mmask32 mask, __m256i zp8, __m256i flip,
+                      __m256i pad) {
+  return static_cast<uint64_t>(row) < static_cast<uint64_t>(H)
+             ? _mm256_xor_si256(_mm256_mask_loadu_epi8(zp8, mask, x + row * W), flip)
+             : pad;
+}
+
 // Each lane's (or, at 256 bits, each of 8 lanes') 4 taps of group `perm` from a row's u8 bytes u.
 inline __m512i row_taps(__m512i u, __m512i perm, __m512i shuf) {
   return _mm512_maskz_shuffle_epi8(~__mmask64{0}, _mm512_maskz_permutexvar_epi32(k16, perm, u), shuf);
@@ -436,9 +446,7 @@ void dw_channel(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t* yc,
         const int64_t row = top + i * d.dh;
         __m512i u;
         if (!PAIR) {
-          u = static_cast<uint64_t>(row) < static_cast<uint64_t>(H)
-                  ? _mm512_xor_si512(_mm512_mask_loadu_epi8(k.zp8, lmask, xc + row * W + c0), k.flip)
-                  : k.padu;
+          u = row_u8(xc + c0, row, H, W, lmask, k.zp8, k.flip, k.padu);
         } else {
           const int64_t row1 = row + d.sh;
           const __mmask32 m32 = static_cast<__mmask32>(lmask);
@@ -497,9 +505,7 @@ void dw_channel_rows(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_t
 #pragma GCC unroll 16
       for (int t = 0; t < kIn; ++t) {
         const int64_t row = top + t;
-        const __m512i u = static_cast<uint64_t>(row) < static_cast<uint64_t>(H)
-                              ? _mm512_xor_si512(_mm512_mask_loadu_epi8(zp8, lmask, xr + row * W), flip)
-                              : padu;
+        const __m512i u = row_u8(xr, row, H, W, lmask, zp8, flip, padu);
 #pragma GCC unroll 2
         for (int q = 0; q < NGR; ++q) {
           const __m512i s = row_taps(u, q == 0 ? perm0 : perm1, shuf);
@@ -544,9 +550,7 @@ void dw_channel_pairs(const DwArgs& d, const DwConst& k, const int8_t* xc, int8_
 #pragma GCC unroll 32
     for (int t = 0; t < kIn; ++t) {
       const int64_t row = top + t;
-      const __m256i u = static_cast<uint64_t>(row) < static_cast<uint64_t>(H)
-                            ? _mm256_xor_si256(_mm256_mask_loadu_epi8(zp8, lmask, xr + row * W), flip)
-                            : padu;
+      const __m256i u = row_u8(xr, row, H, W, lmask, zp8, flip, padu);
 #pragma GCC unroll 2
       for (int q = 0; q < NGR; ++q)
         rs[t][q] = row_taps(u, q == 0 ? perm0 : perm1, shuf);

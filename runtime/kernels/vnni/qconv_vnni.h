@@ -131,6 +131,16 @@ inline void copy_run(const int8_t* const src[4], int64_t len, uint8_t* dst) {
   }
 }
 
+// Each output channel's record from its K weights (w: (o_count, K) int8, their sums made here).
+inline void weight_recs(const QuantIO& io, const int8_t* w, int64_t o_count, int64_t k, const float* ws,
+                        const int32_t* bias, ChanRec* recs) {
+  for (int64_t o = 0; o < o_count; ++o) {
+    int32_t wsum = 0;
+    qconv_weight_sums(w + o * k, 1, k, &wsum);
+    recs[o] = chan_rec(io, ws, bias, o, wsum);
+  }
+}
+
 // A stride-1, unpadded copy of positions [pos0, pos1) of every channel block of image x0, group gi (a channel's
 // plane is one row of H * W positions): the positions past the plane's end read x_zero_point + 128.
 inline void copy_plain(const Plan& p, const int8_t* x0, int64_t gi, uint8_t* xs, int64_t pos0, int64_t pos1) {
