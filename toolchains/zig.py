@@ -1,6 +1,7 @@
 """zig: ``zig c++`` from the ``ziglang`` PyPI package: static musl binaries with nothing but pip.
 
-Runs as ``<python> -m ziglang c++ -target aarch64-linux-musl ...`` (arm-linux-musleabihf, riscv64-linux-musl).
+Runs as ``<python> -m ziglang c++ -target aarch64-linux-musl ...`` (arm-linux-musleabihf, riscv64-linux-musl,
+hexagon-linux-musl).
 The board file supplies the CPU (zig spells LLVM CPU names with underscores: ``-mcpu=cortex_a76``; RISC-V
 takes ``-mcpu=baseline_rv64+v``, not ``-march``). LTO is on for aarch64 and riscv64; on armv7 only for builds
 without C++ exceptions (NO_LTO), such as the DTorch runtime's.
@@ -28,6 +29,7 @@ TARGETS = {
     "aarch64": "aarch64-linux-musl",
     "armv7": "arm-linux-musleabihf",
     "riscv64": "riscv64-linux-musl",
+    "hexagon": "hexagon-linux-musl",
 }
 
 #: Architectures where zig's LTO is off for C++ that uses exceptions, and why. On arm-linux-musleabihf (zig 0.17.0,
@@ -37,7 +39,8 @@ TARGETS = {
 #: the rv1126 SimpleNet runtime is 5% smaller with it (172 -> 163 KB) for 1.5% more instructions per inference.
 NO_LTO = {"armv7": "LTO only without C++ exceptions: they do not unwind on arm-linux-musleabihf with -flto"}
 
-#: arch -> the GNU triple whose cross binutils can stand in for tools zig lacks (nm, size, readelf)
+#: arch -> the GNU triple whose cross binutils can stand in for tools zig lacks (nm, size, readelf); hexagon has none
+#: (Debian ships no hexagon binutils): llvm-nm and friends read it
 _GNU = {"aarch64": "aarch64-linux-gnu", "armv7": "arm-linux-gnueabihf", "riscv64": "riscv64-linux-gnu"}
 
 
@@ -75,7 +78,7 @@ class Zig(Toolchain):
                                              "objcopy": (*zig, "objcopy")}
         for tool in ("strip", "nm", "size", "readelf"):
             # llvm-<tool> reads every architecture; else the GNU cross binutils of this arch, when installed.
-            path = which(f"llvm-{tool}", env) or which(f"{_GNU[arch]}-{tool}", env)
+            path = which(f"llvm-{tool}", env) or (which(f"{_GNU[arch]}-{tool}", env) if arch in _GNU else None)
             if path:
                 tools[tool] = (path,)
         return Found(family=self.family, arch=arch, found=True, cxx=(*zig, "c++"), version=f"zig {version}",

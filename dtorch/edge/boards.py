@@ -49,7 +49,7 @@ __all__ = [
 ]
 
 #: Architectures a board file may name ("native": the machine the SDK runs on, detected at load time).
-ARCHES = ("aarch64", "armv7", "riscv64", "x86_64")
+ARCHES = ("aarch64", "armv7", "riscv64", "x86_64", "hexagon")
 #: Build profiles and the optimisation flag each one means.
 PROFILES = {"size": "-Os", "speed": "-O2"}
 EMULATOR_KINDS = ("qemu-user", "native")
@@ -61,6 +61,7 @@ _MACHINE_ARCH = {
     "aarch64": "aarch64", "arm64": "aarch64",
     "armv7l": "armv7", "armv7": "armv7", "armv8l": "armv7",
     "riscv64": "riscv64",
+    "hexagon": "hexagon",
 }
 
 
@@ -451,7 +452,7 @@ def _parse(path: Path, data: Mapping[str, Any]) -> Board:
         binary = r.str_(emu, "binary", "emulator.")
         cpu_model = r.str_(emu, "cpu", "emulator.")
         expected = {"aarch64": "qemu-aarch64", "armv7": "qemu-arm", "riscv64": "qemu-riscv64",
-                    "x86_64": "qemu-x86_64"}.get(arch)
+                    "x86_64": "qemu-x86_64", "hexagon": "qemu-hexagon"}.get(arch)
         if binary != expected:
             raise r.fail("emulator.binary", f"{binary!r} does not run {arch} binaries (expected {expected!r})")
         emulator = Emulator(kind=kind, binary=binary, cpu=cpu_model, stand_in=r.bool_(emu, "stand_in", "emulator."),

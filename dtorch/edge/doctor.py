@@ -20,7 +20,7 @@ from .toolchains import Found, ToolchainError, apt_install_command, load_toolcha
 __all__ = ["DoctorReport", "ToolCheck", "check_tools", "run_doctor"]
 
 #: QEMU user-mode emulators the board files name, with the Debian package that has them.
-QEMU_BINARIES = ("qemu-aarch64", "qemu-arm", "qemu-riscv64")
+QEMU_BINARIES = ("qemu-aarch64", "qemu-arm", "qemu-riscv64", "qemu-hexagon")
 
 
 @dataclass(frozen=True)

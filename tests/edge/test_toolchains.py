@@ -71,8 +71,9 @@ FILE_ARCH = {
     "armv7": r"ELF 32-bit LSB .*ARM, EABI5",
     "riscv64": r"ELF 64-bit LSB .*UCB RISC-V.*double-float ABI",
     "x86_64": r"ELF 64-bit LSB .*x86-64",
+    "hexagon": r"ELF 32-bit LSB .*QUALCOMM DSP6",
 }
-PTR = {"aarch64": 8, "armv7": 4, "riscv64": 8, "x86_64": 8}
+PTR = {"aarch64": 8, "armv7": 4, "riscv64": 8, "x86_64": 8, "hexagon": 4}
 EXPECTED_OUTPUT = "dtorch-ok threads=10 small=4 caught=1 fp=4.5000 pow=3.3750 ptr={ptr}"
 
 CASES = [("gcc-cross", a) for a in ("aarch64", "armv7", "riscv64")] + \
