@@ -347,7 +347,7 @@ int main(int argc, char** argv) {
       for (size_t k = 0; k < n_out; ++k)
         outs += std::string(k ? ", " : "") + "{\"name\": " + json_str(session->outputs()[k].name) +
                 ", \"dtype\": " + json_str(dtype_name(result.output(k).dtype)) +
-                ", \"shape\": " + shape_str(result.output(k).shape) + "}";
+                ", \"shape\": " + shape_str(result.output(k).shape).c_str() + "}";
       report += ", \"outputs\": [" + outs + "]";
     } else if (output_paths.empty()) {
       for (size_t k = 0; k < n_out; ++k)

@@ -44,8 +44,8 @@ SelfTestResult check_test_vector(const Session& session, const RunResult& result
     const TensorView got = result.output(k);
     if (k >= tv.expected_shapes.size() || got.shape != tv.expected_shapes[k]) {
       r.pass = false;
-      r.failure = "output '" + session.outputs()[k].name + "' has shape " + shape_str(got.shape) + ", expected " +
-                  (k < tv.expected_shapes.size() ? shape_str(tv.expected_shapes[k]) : std::string("none"));
+      r.failure = "output '" + session.outputs()[k].name + "' has shape " + shape_str(got.shape).c_str() + ", expected " +
+                  (k < tv.expected_shapes.size() ? shape_str(tv.expected_shapes[k]).c_str() : "none");
       return r;
     }
     const size_t n = static_cast<size_t>(got.shape.numel());

@@ -79,13 +79,13 @@ bool shape_within(const Shape& s, DType dt, uint64_t cap) {
   return bytes <= cap;
 }
 
-std::string node_label(const NodeInfo& n) {
-  return format_str("node '%s' (%s)", n.name.empty() ? n.op : n.name.c_str(), n.op);
+Text node_label(const NodeInfo& n) {
+  return text("node '%s' (%s)", n.name[0] == '\0' ? n.op : n.name, n.op);
 }
 
 // "<node label>: <message>" with the status's code.
 Status at_node(const NodeInfo& n, const Status& st) {
-  return error_status(st.code(), "%s: %s", node_label(n).c_str(), st.message().c_str());
+  return error_status(st.code(), "%s: %s", node_label(n).c_str(), st.message());
 }
 
 using ull = unsigned long long;
@@ -105,15 +105,18 @@ Status check_declared_shape(const NodeInfo& n, const TensorInfo& ti, const Shape
   bool ok = ti.file_shape.ndim == s.ndim;
   for (int d = 0; ok && d < s.ndim; ++d) ok = ti.file_shape.dims[d] < 0 || ti.file_shape.dims[d] == s.dims[d];
   if (ok) return Status::Ok();
-  std::string declared = "[";
-  for (int d = 0; d < ti.file_shape.ndim; ++d)
-    declared += ti.file_shape.dims[d] < 0 ? std::string(d ? ", ?" : "?")
-                                          : format_str(d ? ", %lld" : "%lld", static_cast<long long>(ti.file_shape.dims[d]));
-  declared += "]";
+  Text declared = text("[");
+  for (int d = 0; d < ti.file_shape.ndim; ++d) {
+    if (ti.file_shape.dims[d] < 0)
+      append(&declared, d ? ", ?" : "?");
+    else
+      append(&declared, d ? ", %lld" : "%lld", static_cast<long long>(ti.file_shape.dims[d]));
+  }
+  append(&declared, "]");
   return error_status(StatusCode::kInvalidModel,
                       "invalid model file: %s computes tensor '%s' with shape %s, but the file declares %s; re-export "
                       "the model with dtorch",
-                      node_label(n).c_str(), ti.name.c_str(), shape_str(s).c_str(), declared.c_str());
+                      node_label(n).c_str(), ti.name, shape_str(s).c_str(), declared.c_str());
 }
 
 }  // namespace
@@ -347,7 +350,7 @@ Status Session::Impl::infer_shapes(ExecState& s, const Shape* in) const {
         return error_status(StatusCode::kInvalidModel,
                             "constant '%s' has shape %s, larger than the %llu-byte limit on one tensor "
                             "(SessionOptions::max_tensor_bytes)",
-                            m.tensors[t].name.c_str(), shape_str(views[t].shape).c_str(),
+                            m.tensors[t].name, shape_str(views[t].shape).c_str(),
                             static_cast<ull>(max_tensor_bytes));
     }
   }
@@ -420,8 +423,8 @@ void Session::Impl::set_plan_nodes() {
 
 // At the example shapes (infer_shapes has run on them): the file's plan, or what is wrong with it.
 Status Session::Impl::check_file_plan(const ExecState& s) const {
-  const std::string why = check_tensor_plan(plan_nodes, plan_tensors(s), m.plan_offsets, m.plan_arena_size);
-  if (why.empty()) return Status::Ok();
+  const Text why = check_tensor_plan(plan_nodes, plan_tensors(s), m.plan_offsets, m.plan_arena_size);
+  if (why.buf[0] == '\0') return Status::Ok();
   return error_status(StatusCode::kInvalidModel,
                       "invalid model file: its memory plan for the example input shapes is wrong: %s; re-export the "
                       "model with dtorch", why.c_str());
@@ -470,7 +473,7 @@ Status Session::Impl::layout(ExecState& s, const Shape* in) const {
     const int32_t t = m.outputs[k];
     if (!s.out_blocks[k].allocate(views[t].nbytes()))
       return error_status(StatusCode::kInvalidArgument, "cannot allocate %zu bytes for output '%s'", views[t].nbytes(),
-                          m.tensors[t].name.c_str());
+                          m.tensors[t].name);
     if (m.tensors[t].producer >= 0) views[t].data = s.out_blocks[k].p;
   }
   s.planned_shapes.assign(in, in + m.inputs.size());
@@ -592,7 +595,7 @@ static Status finish_create(std::unique_ptr<Session::Impl> impl, const SessionOp
     if (!st.ok())
       return error_status(StatusCode::kInvalidModel,
                           "invalid model file: its own example input shapes do not run: %s; re-export the model "
-                          "with dtorch", st.message().c_str());
+                          "with dtorch", st.message());
     // ... and its memory plan must hold at those shapes.
     if (impl->m.has_plan) DTORCH_RETURN_IF_ERROR(impl->check_file_plan(*first));
   }

@@ -394,4 +394,28 @@ int print_to(std::FILE* f, const char* fmt, ...) {
   return n;
 }
 
+namespace {
+void vappend(Text* t, const char* fmt, va_list ap) {
+  const size_t used = std::strlen(t->buf);
+  const int n = vformat(t->buf + used, Text::kBytes - used, fmt, ap);
+  if (n > 0 && used + static_cast<size_t>(n) >= Text::kBytes) std::memcpy(t->buf + Text::kBytes - 4, "...", 4);
+}
+}  // namespace
+
+Text text(const char* fmt, ...) {
+  Text t;
+  va_list ap;
+  va_start(ap, fmt);
+  vappend(&t, fmt, ap);
+  va_end(ap);
+  return t;
+}
+
+void append(Text* t, const char* fmt, ...) {
+  va_list ap;
+  va_start(ap, fmt);
+  vappend(t, fmt, ap);
+  va_end(ap);
+}
+
 }  // namespace dtorch

@@ -17,21 +17,22 @@ namespace {
 // "invalid model file: <formatted>; re-export the model with dtorch"
 Status invalid(const char* fmt, ...) DTORCH_PRINTF_LIKE(1, 2);
 Status invalid(const char* fmt, ...) {
+  Text what;
   va_list ap;
   va_start(ap, fmt);
-  const std::string what = vformat_str(fmt, ap);
+  vformat(what.buf, Text::kBytes, fmt, ap);
   va_end(ap);
   return error_status(StatusCode::kInvalidModel, "invalid model file: %s; re-export the model with dtorch",
                       what.c_str());
 }
 
-std::string tensor_label(const LoadedModel& m, int t) {
-  const std::string& name = m.tensors[t].name;
-  return name.empty() ? format_str("tensor %d", t) : format_str("tensor %d ('%s')", t, name.c_str());
+Text tensor_label(const LoadedModel& m, int t) {
+  const char* name = m.tensors[t].name;
+  return name[0] == '\0' ? text("tensor %d", t) : text("tensor %d ('%s')", t, name);
 }
 
-std::string node_label(const NodeInfo& n, int i) {
-  return n.name.empty() ? format_str("node %d ('%s')", i, n.op) : format_str("node %d ('%s', %s)", i, n.op, n.name.c_str());
+Text node_label(const NodeInfo& n, int i) {
+  return n.name[0] == '\0' ? text("node %d ('%s')", i, n.op) : text("node %d ('%s', %s)", i, n.op, n.name);
 }
 
 using ull = unsigned long long;
@@ -168,7 +169,7 @@ Status check_segment(const dtm::Model* model, int64_t seg, const char* what, uin
 Status check_node_schema(const LoadedModel& m, const NodeInfo& n, int ni) {
   const OpSchema& schema = *n.kernel->schema;
   const Status attrs = check_attrs(schema, n.node);
-  if (!attrs.ok()) return invalid("%s: %s", node_label(n, ni).c_str(), attrs.message().c_str());
+  if (!attrs.ok()) return invalid("%s: %s", node_label(n, ni).c_str(), attrs.message());
   std::vector<DType> ins(n.inputs.size(), DType::kFloat32), outs(n.outputs.size());
   uint64_t absent = 0;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
@@ -184,12 +185,12 @@ Status check_node_schema(const LoadedModel& m, const NodeInfo& n, int ni) {
   if (match_signature(schema, dts, &why) != nullptr) return Status::Ok();
   if (why.kind == DTypeMismatch::kNoKey)  // the registry refuses such kernels at start-up
     return Status(StatusCode::kInternal, "a kernel is registered for a dtype its schema does not list");
-  std::string slot;
+  Text slot;
   if (why.kind == DTypeMismatch::kInput)
     slot = tensor_label(m, n.inputs[why.index]);
   else if (why.kind != DTypeMismatch::kNoSignature)
     slot = tensor_label(m, n.outputs[why.index]);
-  return invalid("%s: %s", node_label(n, ni).c_str(), describe_mismatch(schema, dts, why, slot).c_str());
+  return invalid("%s: %s", node_label(n, ni).c_str(), describe_mismatch(schema, dts, why, slot.c_str()).c_str());
 }
 
 }  // namespace
@@ -255,9 +256,9 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
   for (size_t t = 0; t < nt; ++t) {
     const dtm::Tensor* ft = tensors->Get(static_cast<flatbuffers::uoffset_t>(t));
     TensorInfo& ti = m.tensors[t];
-    ti.name = ft->name() ? ft->name()->str() : "";
+    ti.name = ft->name() ? ft->name()->c_str() : "";
     const int dt = static_cast<int>(ft->dtype());
-    const std::string label = tensor_label(m, static_cast<int>(t));
+    const Text label = tensor_label(m, static_cast<int>(t));
     if (dt < 0 || dt > static_cast<int>(DType::kBool)) return invalid("%s has unknown dtype %d", label.c_str(), dt);
     ti.dtype = static_cast<DType>(dt);
     const int kind = static_cast<int>(ft->kind());
@@ -327,7 +328,7 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
     NodeInfo& n = m.nodes[i];
     n.node = fn;
     n.op = fn->op()->c_str();
-    n.name = fn->name() ? fn->name()->str() : "";
+    n.name = fn->name() ? fn->name()->c_str() : "";
     const int ni = static_cast<int>(i);
     if (std::strlen(n.op) != fn->op()->size())
       return invalid("node %d has an operator name with an embedded NUL byte ('%s\\0...'); operator names are "
@@ -376,7 +377,7 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
       if (n.inputs[k] < 0) absent |= uint64_t{1} << k;
     const Status arity = check_kernel_arity(*n.kernel, static_cast<int>(n.inputs.size()), absent,
                                             static_cast<int>(n.outputs.size()));
-    if (!arity.ok()) return invalid("%s: %s", node_label(n, ni).c_str(), arity.message().c_str());
+    if (!arity.ok()) return invalid("%s: %s", node_label(n, ni).c_str(), arity.message());
     DTORCH_RETURN_IF_ERROR(check_node_schema(m, n, ni));
     if (static_cast<int>(n.inputs.size()) > m.max_node_inputs) m.max_node_inputs = static_cast<int>(n.inputs.size());
     if (static_cast<int>(n.outputs.size()) > m.max_node_outputs)
@@ -394,7 +395,7 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
     for (int d = 0; d < m.tensors[t].file_shape.ndim; ++d) {
       io.dims.push_back(m.tensors[t].file_shape.dims[d]);
       const auto* nm = shape->Get(static_cast<flatbuffers::uoffset_t>(d))->name();
-      io.dim_names.push_back(io.dims.back() < 0 ? (nm && nm->size() ? nm->str() : format_str("%s_dim%d", io.name.c_str(), d))
+      io.dim_names.push_back(io.dims.back() < 0 ? (nm && nm->size() ? nm->str() : text("%s_dim%d", io.name.c_str(), d).c_str())
                                                 : std::string());
     }
     return io;
@@ -440,7 +441,7 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
       info.op_list.push_back(model->op_list()->Get(i)->str());
   } else {
     for (const NodeInfo& n : m.nodes) {
-      const std::string key = format_str("%s:%s", n.op, dtype_name(n.kernel->dtype));
+      const std::string key = text("%s:%s", n.op, dtype_name(n.kernel->dtype)).c_str();
       bool seen = false;
       for (const auto& s : info.op_list) seen = seen || s == key;
       if (!seen) info.op_list.push_back(key);
@@ -463,7 +464,7 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
       if (segidx == nullptr || shapes == nullptr || segidx->size() != n || shapes->size() != n)
         return invalid("the test vector needs one %s segment and shape per model %s", side, side);
       for (size_t k = 0; k < n; ++k) {
-        const std::string what = format_str("test vector %s %zu", side, k);
+        const Text what = text("test vector %s %zu", side, k);
         uint64_t off = 0, bytes = 0, want = 0;
         DTORCH_RETURN_IF_ERROR(
             check_segment(model, segidx->Get(static_cast<flatbuffers::uoffset_t>(k)), what.c_str(), &off, &bytes));

@@ -24,7 +24,7 @@ struct Node;
 enum class TensorRole : uint8_t { kIntermediate, kInput, kOutput, kConstant };
 
 struct TensorInfo {
-  std::string name;
+  const char* name = "";          // in the model bytes ("" when the file gives none)
   DType dtype = DType::kFloat32;
   TensorRole role = TensorRole::kIntermediate;
   Shape file_shape;                 // -1 for a dynamic dimension
@@ -39,7 +39,7 @@ struct NodeInfo {
   const KernelDef* kernel = nullptr;
   Attrs attrs;
   const char* op = "";
-  std::string name;
+  const char* name = "";            // in the model bytes ("" when the file gives none)
   std::vector<int32_t> inputs;      // -1 = absent optional input
   std::vector<int32_t> outputs;
 };

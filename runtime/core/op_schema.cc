@@ -1,5 +1,5 @@
 // Holding a node's attributes and dtypes against its operator's schema (core/op_schema.h). Runs at load, once
-// per node; allocates only for an error message.
+// per node; allocates nothing (messages are formatted in place).
 #include "core/op_schema.h"
 
 #include <cmath>
@@ -21,28 +21,25 @@ const char* kind_name(int kind) {
   }
 }
 
-std::string allowed_names(const OpSchema& s) {
-  if (s.n_attrs == 0) return "none";
-  std::string out;
-  for (int i = 0; i < s.n_attrs; ++i) {
-    if (i > 0) out += ", ";
-    out += s.attrs[i].name;
-  }
+Text allowed_names(const OpSchema& s) {
+  if (s.n_attrs == 0) return text("none");
+  Text out;
+  for (int i = 0; i < s.n_attrs; ++i) append(&out, i ? ", %s" : "%s", s.attrs[i].name);
   return out;
 }
 
-std::string bound_str(bool has, double v, bool is_int, const char* none) {
-  if (!has) return none;
-  return is_int ? format_str("%lld", static_cast<long long>(v)) : format_str("%g", v);
+Text bound_str(bool has, double v, bool is_int, const char* none) {
+  if (!has) return text("%s", none);
+  return is_int ? text("%lld", static_cast<long long>(v)) : text("%g", v);
 }
 
-std::string range_str(const AttrSpec& a, bool is_int) {
-  return format_str("[%s, %s]", bound_str(a.has_lo, a.lo, is_int, "-inf").c_str(),
+Text range_str(const AttrSpec& a, bool is_int) {
+  return text("[%s, %s]", bound_str(a.has_lo, a.lo, is_int, "-inf").c_str(),
                     bound_str(a.has_hi, a.hi, is_int, "inf").c_str());
 }
 
-Status bad(const OpSchema& s, const char* name, const std::string& what) {
-  return error_status(StatusCode::kInvalidModel, "%s attribute '%s' %s", s.name, name, what.c_str());
+Status bad(const OpSchema& s, const char* name, const char* what) {
+  return error_status(StatusCode::kInvalidModel, "%s attribute '%s' %s", s.name, name, what);
 }
 
 // One numeric value (an int, a float, or one element of a list) against the spec's choices and bounds.
@@ -51,24 +48,24 @@ Status check_number(const OpSchema& s, const AttrSpec& a, double v, bool is_int,
   if (a.int_choices != nullptr) {
     for (int i = 0; i < a.n_int_choices; ++i)
       if (a.int_choices[i] == iv) return Status::Ok();
-    std::string allowed;
+    Text allowed;
     for (int i = 0; i < a.n_int_choices; ++i)
-      allowed += format_str(i ? ", %lld" : "%lld", static_cast<long long>(a.int_choices[i]));
-    return bad(s, a.name, format_str("is %lld, expected one of %s", static_cast<long long>(iv), allowed.c_str()));
+      append(&allowed, i ? ", %lld" : "%lld", static_cast<long long>(a.int_choices[i]));
+    return bad(s, a.name, text("is %lld, expected one of %s", static_cast<long long>(iv), allowed.c_str()).c_str());
   }
   if ((a.has_lo && v < a.lo) || (a.has_hi && v > a.hi)) {
-    const std::string got = is_int ? format_str("%lld", static_cast<long long>(iv)) : format_str("%g", v);
-    return bad(s, a.name, format_str("is %s, outside %s", got.c_str(), range_str(a, is_int).c_str()));
+    const Text got = is_int ? text("%lld", static_cast<long long>(iv)) : text("%g", v);
+    return bad(s, a.name, text("is %s, outside %s", got.c_str(), range_str(a, is_int).c_str()).c_str());
   }
   return Status::Ok();
 }
 
 Status check_length(const OpSchema& s, const AttrSpec& a, uint32_t n) {
   if (static_cast<int64_t>(n) < a.min_len || (a.max_len >= 0 && static_cast<int64_t>(n) > a.max_len)) {
-    const std::string want = a.min_len == a.max_len ? format_str("%d", a.min_len)
-                                                    : format_str("%d to %s", a.min_len,
-                                                                 a.max_len < 0 ? "any" : format_str("%d", a.max_len).c_str());
-    return bad(s, a.name, format_str("has %u values, expected %s", n, want.c_str()));
+    const Text want = a.min_len == a.max_len ? text("%d", a.min_len)
+                                             : text("%d to %s", a.min_len,
+                                                    a.max_len < 0 ? "any" : text("%d", a.max_len).c_str());
+    return bad(s, a.name, text("has %u values, expected %s", n, want.c_str()).c_str());
   }
   return Status::Ok();
 }
@@ -98,12 +95,12 @@ Status check_value(const OpSchema& s, const AttrSpec& a, const dtm::Attr& at) {
       if (str == nullptr) return bad(s, a.name, "has no string value");
       if (std::strlen(str->c_str()) != str->size()) return bad(s, a.name, "contains a NUL byte");
       if (a.string_choices == nullptr) return Status::Ok();
-      std::string allowed;
+      Text allowed;
       for (int i = 0; i < a.n_string_choices; ++i) {
         if (std::strcmp(a.string_choices[i], str->c_str()) == 0) return Status::Ok();
-        allowed += format_str(i ? ", \"%s\"" : "\"%s\"", a.string_choices[i]);
+        append(&allowed, i ? ", \"%s\"" : "\"%s\"", a.string_choices[i]);
       }
-      return bad(s, a.name, format_str("is \"%s\", expected one of %s", str->c_str(), allowed.c_str()));
+      return bad(s, a.name, text("is \"%s\", expected one of %s", str->c_str(), allowed.c_str()).c_str());
     }
   }
   return bad(s, a.name, "has an unknown type");
@@ -142,8 +139,8 @@ Status check_attrs(const OpSchema& schema, const void* node) {
       const bool empty_list = a->kind == AttrKind::kFloats && kind == static_cast<int>(AttrKind::kInts) &&
                               (at->ints() == nullptr || at->ints()->size() == 0);
       if (!empty_list)
-        return bad(schema, a->name, format_str("is %s, but %s takes %s", kind_name(kind), schema.name,
-                                               kind_name(static_cast<int>(a->kind))));
+        return bad(schema, a->name, text("is %s, but %s takes %s", kind_name(kind), schema.name,
+                                         kind_name(static_cast<int>(a->kind))).c_str());
       DTORCH_RETURN_IF_ERROR(check_length(schema, *a, 0));
       continue;
     }
@@ -256,62 +253,61 @@ const DTypeSignature* match_signature(const OpSchema& schema, const NodeDTypes& 
   return nullptr;
 }
 
-std::string signature_str(const DTypeSignature& s) {
-  std::string out = "(";
-  for (int i = 0; i < s.n_inputs; ++i) out += format_str(i ? ", %s" : "%s", dtype_name(s.inputs[i]));
-  out += ") -> ";
-  for (int k = 0; k < s.n_outputs; ++k) out += format_str(k ? ", %s" : "%s", dtype_name(s.outputs[k]));
+Text signature_str(const DTypeSignature& s) {
+  Text out = text("(");
+  for (int i = 0; i < s.n_inputs; ++i) append(&out, i ? ", %s" : "%s", dtype_name(s.inputs[i]));
+  append(&out, ") -> ");
+  for (int k = 0; k < s.n_outputs; ++k) append(&out, k ? ", %s" : "%s", dtype_name(s.outputs[k]));
   return out;
 }
 
-std::string describe_mismatch(const OpSchema& schema, const NodeDTypes& n, const DTypeMismatch& why,
-                              const std::string& slot) {
+Text describe_mismatch(const OpSchema& schema, const NodeDTypes& n, const DTypeMismatch& why, const char* slot) {
   const char* op = schema.name;
-  const std::string at = slot.empty() ? std::string() : " (" + slot + ")";
-  std::string same_key;  // every signature of the key, when there are several
+  const Text at = slot[0] == '\0' ? Text() : text(" (%s)", slot);
+  Text same_key;  // every signature of the key, when there are several
   int n_key = 0;
   for (int j = 0; j < schema.n_signatures; ++j) {
     const DTypeSignature& s = schema.signatures[j];
     if (s.n_inputs == 0 || s.inputs[0] != why.key) continue;
-    same_key += (n_key++ ? "; " : "") + signature_str(s);
+    append(&same_key, n_key++ ? "; %s" : "%s", signature_str(s).c_str());
   }
-  const std::string others =
-      n_key > 1 ? format_str(" (%s's %s signatures: %s)", op, dtype_name(why.key), same_key.c_str()) : std::string();
+  const Text others =
+      n_key > 1 ? text(" (%s's %s signatures: %s)", op, dtype_name(why.key), same_key.c_str()) : Text();
   switch (why.kind) {
     case DTypeMismatch::kNoKey: {
-      std::string keys;
+      Text keys;
       for (int j = 0; j < schema.n_signatures; ++j) {
         const char* k = dtype_name(schema.signatures[j].inputs[0]);
         bool seen = false;
         for (int i = 0; i < j && !seen; ++i) seen = schema.signatures[i].inputs[0] == schema.signatures[j].inputs[0];
-        if (!seen) keys += (keys.empty() ? "" : ", ") + std::string(k);
+        if (!seen) append(&keys, keys.buf[0] == '\0' ? "%s" : ", %s", k);
       }
-      return format_str("%s has no kernel for %s inputs (it takes %s)", op, dtype_name(why.key), keys.c_str());
+      return text("%s has no kernel for %s inputs (it takes %s)", op, dtype_name(why.key), keys.c_str());
     }
     case DTypeMismatch::kInput:
-      return format_str("input %d%s is %s, but %s takes %s there%s", why.index, at.c_str(), dtype_name(why.got), op,
+      return text("input %d%s is %s, but %s takes %s there%s", why.index, at.c_str(), dtype_name(why.got), op,
                         dtype_name(why.want), others.c_str());
     case DTypeMismatch::kOutput:
-      return format_str("output %d%s is declared %s, but the %s kernel writes %s", why.index, at.c_str(),
+      return text("output %d%s is declared %s, but the %s kernel writes %s", why.index, at.c_str(),
                         dtype_name(why.got), op, dtype_name(why.want));
     case DTypeMismatch::kDTypeAttr: {
       const char* v = n.dtype_attr_value != nullptr ? n.dtype_attr_value : "";
-      return format_str("output 0%s is declared %s, but %s with %s=\"%s\" writes %s", at.c_str(), dtype_name(why.got),
+      return text("output 0%s is declared %s, but %s with %s=\"%s\" writes %s", at.c_str(), dtype_name(why.got),
                         op, schema.dtype_attr, v, v);
     }
     case DTypeMismatch::kNoSignature: {
-      std::string ins;
+      Text ins;
       for (int i = 0; i < n.n_inputs; ++i)
-        if (present(n, i)) ins += (ins.empty() ? "" : ", ") + std::string(dtype_name(n.inputs[i]));
-      std::string outs;
+        if (present(n, i)) append(&ins, ins.buf[0] == '\0' ? "%s" : ", %s", dtype_name(n.inputs[i]));
+      Text outs;
       if (n.outputs != nullptr)
-        for (int k = 0; k < n.n_outputs; ++k) outs += (k ? ", " : "") + std::string(dtype_name(n.outputs[k]));
+        for (int k = 0; k < n.n_outputs; ++k) append(&outs, k ? ", %s" : "%s", dtype_name(n.outputs[k]));
       else if (n.dtype_attr_value != nullptr)
-        outs = n.dtype_attr_value;
-      return format_str("(%s) -> %s is not a signature of %s%s", ins.c_str(), outs.c_str(), op, others.c_str());
+        outs = text("%s", n.dtype_attr_value);
+      return text("(%s) -> %s is not a signature of %s%s", ins.c_str(), outs.c_str(), op, others.c_str());
     }
   }
-  return format_str("%s: the node's dtypes match none of its signatures", op);
+  return text("%s: the node's dtypes match none of its signatures", op);
 }
 
 }  // namespace dtorch

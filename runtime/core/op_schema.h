@@ -6,7 +6,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 
 #include "dtorch/status.h"
 #include "dtorch/types.h"
@@ -115,10 +114,9 @@ const DTypeSignature* match_signature(const OpSchema& schema, const NodeDTypes& 
 // A one-line description of a mismatch ("input 1 is int64, but where takes float32 there (where's bool signatures:
 // ...)"); `slot` names the offending input or output more precisely when non-empty (e.g. "tensor 3 ('x')").
 // Allocates: error paths only.
-std::string describe_mismatch(const OpSchema& schema, const NodeDTypes& node, const DTypeMismatch& why,
-                              const std::string& slot);
+Text describe_mismatch(const OpSchema& schema, const NodeDTypes& node, const DTypeMismatch& why, const char* slot);
 
 // "(bool, float32, float32) -> float32" (error paths only).
-std::string signature_str(const DTypeSignature& s);
+Text signature_str(const DTypeSignature& s);
 
 }  // namespace dtorch

@@ -162,26 +162,26 @@ void plan_arena(const std::vector<PlanNode>& nodes, const std::vector<PlanTensor
 namespace {
 
 // check_tensor_plan; `exact`: the arena must be exactly what the tensors need (else it may hold more, e.g. scratch).
-std::string tensor_plan_error(const std::vector<PlanNode>& nodes, const std::vector<PlanTensor>& tensors,
+Text tensor_plan_error(const std::vector<PlanNode>& nodes, const std::vector<PlanTensor>& tensors,
                               const std::vector<int64_t>& offset, uint64_t arena_size, bool exact) {
   if (offset.size() != tensors.size())
-    return format_str("it has %zu offsets for %zu tensors", offset.size(), tensors.size());
+    return text("it has %zu offsets for %zu tensors", offset.size(), tensors.size());
   const std::vector<Life> life = lifetimes(nodes, tensors);
   std::vector<size_t> planned;
   uint64_t need = 0;  // the largest end
   for (size_t t = 0; t < tensors.size(); ++t) {
     const int64_t off = offset[t];
     if (!tensors[t].planned) {
-      if (off != -1) return format_str("tensor %zu is not an intermediate but has the arena offset %lld", t, static_cast<long long>(off));
+      if (off != -1) return text("tensor %zu is not an intermediate but has the arena offset %lld", t, static_cast<long long>(off));
       continue;
     }
-    if (life[t].first < 0) return format_str("tensor %zu is an intermediate that no node produces", t);
+    if (life[t].first < 0) return text("tensor %zu is an intermediate that no node produces", t);
     const uint64_t bytes = tensors[t].bytes;
     if (off >= 0 && static_cast<uint64_t>(off) % kArenaAlign != 0)
-      return format_str("tensor %zu has the offset %lld, not a multiple of %zu", t, static_cast<long long>(off),
+      return text("tensor %zu has the offset %lld, not a multiple of %zu", t, static_cast<long long>(off),
                         kArenaAlign);
     if (off < 0 || static_cast<uint64_t>(off) > arena_size || bytes > arena_size - static_cast<uint64_t>(off))
-      return format_str("tensor %zu (%llu bytes) at the offset %lld lies outside the arena of %llu bytes", t,
+      return text("tensor %zu (%llu bytes) at the offset %lld lies outside the arena of %llu bytes", t,
                         static_cast<unsigned long long>(bytes), static_cast<long long>(off),
                         static_cast<unsigned long long>(arena_size));
     need = std::max(need, static_cast<uint64_t>(off) + bytes);
@@ -189,7 +189,7 @@ std::string tensor_plan_error(const std::vector<PlanNode>& nodes, const std::vec
   }
   const uint64_t want = (need + kArenaAlign - 1) / kArenaAlign * kArenaAlign;  // wraps to 0 only past 2^64 - 64
   if ((exact && arena_size != want) || arena_size > SIZE_MAX)
-    return format_str("the arena size %llu is not what its offsets need (%llu bytes)",
+    return text("the arena size %llu is not what its offsets need (%llu bytes)",
                       static_cast<unsigned long long>(arena_size), static_cast<unsigned long long>(need));
   heap_sort(&planned, [&](size_t x, size_t y) {
     return life[x].first != life[y].first ? life[x].first < life[y].first : x < y;
@@ -205,17 +205,17 @@ std::string tensor_plan_error(const std::vector<PlanNode>& nodes, const std::vec
                             nodes[at].outputs[0] == static_cast<int32_t>(b) &&
                             inplace_source(nodes, at, tensors, life) == static_cast<int32_t>(a);
       if (!handover)
-        return format_str("tensors %zu (nodes %d..%d) and %zu (nodes %d..%d) are alive at the same time and overlap "
+        return text("tensors %zu (nodes %d..%d) and %zu (nodes %d..%d) are alive at the same time and overlap "
                           "in the arena",
                           a, life[a].first, life[a].last, b, life[b].first, life[b].last);
     }
   }
-  return std::string();
+  return Text();
 }
 
 }  // namespace
 
-std::string check_tensor_plan(const std::vector<PlanNode>& nodes, const std::vector<PlanTensor>& tensors,
+Text check_tensor_plan(const std::vector<PlanNode>& nodes, const std::vector<PlanTensor>& tensors,
                               const std::vector<int64_t>& offset, uint64_t arena_size) {
   return tensor_plan_error(nodes, tensors, offset, arena_size, true);
 }
@@ -245,7 +245,7 @@ void place_scratch(const std::vector<PlanNode>& nodes, const std::vector<PlanTen
 
 bool verify_arena_plan(const std::vector<PlanNode>& nodes, const std::vector<PlanTensor>& tensors,
                        const ArenaPlan& plan) {
-  if (!tensor_plan_error(nodes, tensors, plan.tensor_offset, plan.arena_size, false).empty()) return false;
+  if (tensor_plan_error(nodes, tensors, plan.tensor_offset, plan.arena_size, false).buf[0] != '\0') return false;
   if (plan.scratch_offset.size() != nodes.size()) return false;
   const std::vector<Life> life = lifetimes(nodes, tensors);
   for (size_t i = 0; i < nodes.size(); ++i) {

@@ -13,7 +13,6 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
 #include <vector>
 
 #include "core/op_schema.h"
@@ -55,8 +54,8 @@ void plan_arena(const std::vector<PlanNode>& nodes, const std::vector<PlanTensor
 // Checks a tensor plan made elsewhere (a model file's): every planned tensor has an aligned offset with its bytes
 // inside `arena_size`, every other tensor has -1, and no two tensors alive at the same time overlap, except a
 // tensor and the in-place output (as plan_arena would make it) that takes its buffer over where it dies. Returns
-// an empty string, or what is wrong (naming tensor indices).
-std::string check_tensor_plan(const std::vector<PlanNode>& nodes, const std::vector<PlanTensor>& tensors,
+// an empty Text, or what is wrong (naming tensor indices).
+Text check_tensor_plan(const std::vector<PlanNode>& nodes, const std::vector<PlanTensor>& tensors,
                               const std::vector<int64_t>& tensor_offset, uint64_t arena_size);
 
 // Keeps a checked tensor plan and places each node's scratch beside the tensors alive at that node (same rule

@@ -1,9 +1,30 @@
-// Names of status codes, for messages and the Python binding; printf-style error messages.
+// Names of status codes, for messages and the Python binding; printf-style error messages, in place.
 #include "dtorch/status.h"
 
 #include <cstdarg>
+#include <cstring>
 
 namespace dtorch {
+
+namespace {
+// A message cut to fit ends in "...", so a reader sees it was cut.
+void mark_cut(char* buf, size_t cap) {
+  if (cap >= 4) std::memcpy(buf + cap - 4, "...", 4);
+}
+}  // namespace
+
+Status::Status(StatusCode code, const char* message) : code_(code) { copy_message(message != nullptr ? message : ""); }
+
+void Status::copy_message(const char* m) {
+  const size_t n = std::strlen(m);
+  if (n < kMessageBytes) {
+    std::memcpy(message_, m, n + 1);
+  } else {
+    std::memcpy(message_, m, kMessageBytes - 1);
+    message_[kMessageBytes - 1] = '\0';
+    mark_cut(message_, kMessageBytes);
+  }
+}
 
 const char* status_code_name(StatusCode c) {
   switch (c) {
@@ -18,36 +39,20 @@ const char* status_code_name(StatusCode c) {
   return "unknown";
 }
 
-std::string vformat_str(const char* fmt, va_list ap) {
-  char buf[256];
-  va_list again;
-  va_copy(again, ap);
-  const int n = vformat(buf, sizeof(buf), fmt, ap);
-  std::string out;
-  if (static_cast<size_t>(n) < sizeof(buf)) {
-    out.assign(buf, static_cast<size_t>(n));
-  } else {
-    out.resize(static_cast<size_t>(n));
-    vformat(&out[0], static_cast<size_t>(n) + 1, fmt, again);
-  }
-  va_end(again);
-  return out;
-}
-
-std::string format_str(const char* fmt, ...) {
-  va_list ap;
-  va_start(ap, fmt);
-  std::string out = vformat_str(fmt, ap);
-  va_end(ap);
-  return out;
+Status verror_status(StatusCode code, const char* fmt, va_list ap) {
+  Status st;
+  st.code_ = code;
+  const int n = vformat(st.message_, Status::kMessageBytes, fmt, ap);
+  if (n >= static_cast<int>(Status::kMessageBytes)) mark_cut(st.message_, Status::kMessageBytes);
+  return st;
 }
 
 Status error_status(StatusCode code, const char* fmt, ...) {
   va_list ap;
   va_start(ap, fmt);
-  std::string msg = vformat_str(fmt, ap);
+  Status st = verror_status(code, fmt, ap);
   va_end(ap);
-  return Status(code, std::move(msg));
+  return st;
 }
 
 }  // namespace dtorch

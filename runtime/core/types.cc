@@ -37,14 +37,11 @@ const char* dtype_name(DType t) {
   return "unknown";
 }
 
-std::string shape_str(const Shape& s) {
-  std::string out = "[";
-  char buf[32];
-  for (int i = 0; i < s.ndim && i < kMaxDims; ++i) {
-    format(buf, sizeof(buf), i ? ", %lld" : "%lld", static_cast<long long>(s.dims[i]));
-    out += buf;
-  }
-  return out + "]";
+Text shape_str(const Shape& s) {
+  Text out = text("[");
+  for (int i = 0; i < s.ndim && i < kMaxDims; ++i) append(&out, i ? ", %lld" : "%lld", static_cast<long long>(s.dims[i]));
+  append(&out, "]");
+  return out;
 }
 
 }  // namespace dtorch

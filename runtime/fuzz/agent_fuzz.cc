@@ -201,7 +201,7 @@ int main(int argc, char** argv) {
   Store store;
   Status st = store.open(dir, 1 << 20, bundle_blobs);
   if (!st.ok()) {
-    std::fprintf(stderr, "agent-fuzz: %s\n", st.message().c_str());
+    std::fprintf(stderr, "agent-fuzz: %s\n", st.message());
     return 2;
   }
   Agent agent(&store, {});

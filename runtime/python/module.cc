@@ -50,7 +50,7 @@ void raise_python(const Status& st) {
     case StatusCode::kIOError: type = PyExc_OSError; break;
     default: break;
   }
-  PyErr_SetString(type, st.message().c_str());
+  PyErr_SetString(type, st.message());
 }
 
 // --- dtypes -----------------------------------------------------------------------------------
@@ -319,7 +319,7 @@ py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list
   if (inputs.size() > 64)
     throw_status(Status(StatusCode::kInvalidArgument, "run_kernel: at most 64 inputs are supported"));
   const Status arity = check_kernel_arity(*k, static_cast<int>(inputs.size()), absent, num_outputs);
-  if (!arity.ok()) throw_status(Status(StatusCode::kInvalidArgument, "run_kernel: " + arity.message()));
+  if (!arity.ok()) throw_status(Status(StatusCode::kInvalidArgument, std::string("run_kernel: ") + arity.message()));
 
   // Default output dtypes: the signature the inputs (and a dtype attribute such as cast's `to`) select, else the
   // first floating input's dtype, else the first input's.

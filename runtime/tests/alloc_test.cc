@@ -74,7 +74,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<dtorch::Session> session;
   dtorch::Status st = dtorch::Session::Create(argv[1], options, &session);
   if (!st.ok()) {
-    std::fprintf(stderr, "alloc-test: error: %s\n", st.message().c_str());
+    std::fprintf(stderr, "alloc-test: error: %s\n", st.message());
     return 1;
   }
   std::vector<std::vector<unsigned char>> storage;
@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
     dtorch::RunResult first;
     st = session->Run(views.data(), views.size(), &first);
     if (!st.ok()) {
-      std::fprintf(stderr, "alloc-test: error: %s\n", st.message().c_str());
+      std::fprintf(stderr, "alloc-test: error: %s\n", st.message());
       return 1;
     }
   }  // its execution state goes back to the session
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
     st = session->Run(views.data(), views.size(), r < 3 ? &reused : &fresh);
     if (r == 2) reused.reset();
     if (!st.ok()) {
-      std::fprintf(stderr, "alloc-test: error: %s\n", st.message().c_str());
+      std::fprintf(stderr, "alloc-test: error: %s\n", st.message());
       return 1;
     }
   }

@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
       }
       dtorch::RunResult r;
       st = ref->Run(c.views.data(), c.views.size(), &r);
-      if (!st.ok()) return fail("reference run: " + st.message());
+      if (!st.ok()) return fail(std::string("reference run: ") + st.message());
       for (size_t k = 0; k < r.num_outputs(); ++k) {
         const dtorch::TensorView o = r.output(k);
         const uint8_t* b = static_cast<const uint8_t*>(o.data);

@@ -527,7 +527,7 @@ Agent::Reply Agent::rollback() {
   std::unique_ptr<Session> session;
   std::string model;
   Status st = load_session(old.previous, &session, &model);
-  if (!st.ok()) return error_reply("bad_model", "the previous bundle's model does not load: " + st.message());
+  if (!st.ok()) return error_reply("bad_model", std::string("the previous bundle's model does not load: ") + st.message());
   StoreState next;
   next.active = old.previous;
   next.previous = old.active;

@@ -21,4 +21,16 @@ int format(char* buf, size_t cap, const char* fmt, ...) DTORCH_PRINTF_LIKE(3, 4)
 int vprint_to(std::FILE* f, const char* fmt, va_list ap);
 int print_to(std::FILE* f, const char* fmt, ...) DTORCH_PRINTF_LIKE(2, 3);
 
+// A short string held in place, for messages without the heap: text() formats into one (cut to fit, ending in
+// "..."), c_str() reads it. shape_str (dtorch/types.h) and the loader's and kernels' labels are Texts.
+struct Text {
+  static constexpr size_t kBytes = 256;
+  char buf[kBytes];
+  Text() { buf[0] = '\0'; }
+  const char* c_str() const { return buf; }
+};
+Text text(const char* fmt, ...) DTORCH_PRINTF_LIKE(1, 2);
+// Appends to t (cut to fit, like text()).
+void append(Text* t, const char* fmt, ...) DTORCH_PRINTF_LIKE(2, 3);
+
 }  // namespace dtorch

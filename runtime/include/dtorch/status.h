@@ -1,12 +1,17 @@
-// Status: how every runtime call reports success or a user-facing error. Only error paths allocate
-// (the message); a successful call never does.
+// Status: how every runtime call reports success or a user-facing error. A Status carries its message in place
+// (at most DTORCH_STATUS_MESSAGE_BYTES - 1 characters; a longer one ends in "..."), so neither a successful call
+// nor an error allocates: the core runs without a heap (microcontrollers), and the same kernels run everywhere.
 #pragma once
 
 #include <cstdarg>
-#include <string>
+#include <cstddef>
 #include <utility>
 
 #include "dtorch/format.h"
+
+#ifndef DTORCH_STATUS_MESSAGE_BYTES
+#define DTORCH_STATUS_MESSAGE_BYTES 512  // bare-metal builds pass a smaller one (their stacks are small)
+#endif
 
 namespace dtorch {
 
@@ -22,26 +27,37 @@ enum class StatusCode {
 
 class Status {
  public:
-  Status() = default;
-  Status(StatusCode code, std::string message) : code_(code), message_(std::move(message)) {}
+  static constexpr size_t kMessageBytes = DTORCH_STATUS_MESSAGE_BYTES;
+  Status() { message_[0] = '\0'; }
+  Status(StatusCode code, const char* message);
+  // Any string type with c_str() (std::string in hosted code), without this header needing <string>.
+  template <typename S, typename = decltype(std::declval<const S&>().c_str())>
+  Status(StatusCode code, const S& message) : Status(code, message.c_str()) {}
+  Status(const Status& other) : code_(other.code_) { copy_message(other.message_); }
+  Status& operator=(const Status& other) {
+    if (this != &other) {
+      code_ = other.code_;
+      copy_message(other.message_);
+    }
+    return *this;
+  }
   static Status Ok() { return Status(); }
   bool ok() const { return code_ == StatusCode::kOk; }
   StatusCode code() const { return code_; }
-  const std::string& message() const { return message_; }
+  const char* message() const { return message_; }
 
  private:
+  friend Status verror_status(StatusCode code, const char* fmt, va_list ap);
+  void copy_message(const char* m);
   StatusCode code_ = StatusCode::kOk;
-  std::string message_;
+  char message_[kMessageBytes];  // NUL-terminated; only the characters up to the NUL are ever written or read
 };
 
 const char* status_code_name(StatusCode c);
 
-// printf-style formatting for error messages (error paths only: it allocates). One out-of-line call per message
-// instead of a chain of std::string concatenations keeps the runtime small on boards.
-std::string format_str(const char* fmt, ...) DTORCH_PRINTF_LIKE(1, 2);
-std::string vformat_str(const char* fmt, va_list ap);
-// A Status with a printf-style message.
+// A Status with a printf-style message (dtorch/format.h's subset).
 Status error_status(StatusCode code, const char* fmt, ...) DTORCH_PRINTF_LIKE(2, 3);
+Status verror_status(StatusCode code, const char* fmt, va_list ap);
 
 #define DTORCH_RETURN_IF_ERROR(expr)        \
   do {                                      \

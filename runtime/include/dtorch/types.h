@@ -4,7 +4,8 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <string>
+
+#include "dtorch/format.h"
 
 namespace dtorch {
 
@@ -41,7 +42,7 @@ struct Shape {
 };
 
 // "[1, 3, 224, 224]" (for messages).
-std::string shape_str(const Shape& s);
+Text shape_str(const Shape& s);
 
 // A contiguous row-major tensor in memory owned by someone else.
 struct TensorView {

@@ -1,11 +1,10 @@
 // Shared helpers for kernels: error messages that name the operator, input/attribute checks, shape
-// helpers. Everything here is header-only. Only the error paths allocate (the message string); a check
-// that passes allocates nothing, so these helpers are safe to call from a kernel's run function.
+// helpers. Everything here is header-only and allocates nothing (messages are formatted in place: Status, Text),
+// so these helpers are safe to call from a kernel's run function, on every target.
 #pragma once
 
 #include <cstdarg>
 #include <cstdint>
-#include <string>
 #include <type_traits>
 #include <utility>
 
@@ -19,22 +18,20 @@ inline namespace DTORCH_ISA {
 // "<op>: <formatted message>" with the given code.
 inline Status op_error(StatusCode code, const char* op, const char* fmt, ...) DTORCH_PRINTF_LIKE(3, 4);
 inline Status op_error(StatusCode code, const char* op, const char* fmt, ...) {
+  Text what;
   va_list ap;
   va_start(ap, fmt);
-  const std::string what = vformat_str(fmt, ap);
+  vformat(what.buf, Text::kBytes, fmt, ap);
   va_end(ap);
   return error_status(code, "%s: %s", op, what.c_str());
 }
 
 // shape_str (dtorch/types.h): "[1, 3, 224, 224]" (error paths only).
 
-inline std::string ints_str(const int64_t* v, int n) {
-  std::string out = "[";
-  for (int i = 0; i < n; ++i) {
-    if (i) out += ", ";
-    out += std::to_string(static_cast<long long>(v[i]));
-  }
-  out += "]";
+inline Text ints_str(const int64_t* v, int n) {
+  Text out = text("[");
+  for (int i = 0; i < n; ++i) append(&out, i ? ", %lld" : "%lld", static_cast<long long>(v[i]));
+  append(&out, "]");
   return out;
 }
 
