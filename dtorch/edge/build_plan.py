@@ -175,7 +175,7 @@ class BuildPlan:
 
 
 def _runtime_version(runtime: Path) -> str:
-    m = re.search(r'kRuntimeVersion\s*=\s*"([^"]+)"', (runtime / "include" / "dtorch" / "runtime.h").read_text())
+    m = re.search(r'kRuntimeVersion\s*=\s*"([^"]+)"', (runtime / "include" / "dtorch" / "version.h").read_text())
     return m.group(1) if m else "unknown"
 
 

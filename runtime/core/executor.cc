@@ -145,7 +145,11 @@ struct Session::Impl {
   void* map = nullptr;
   size_t map_size = 0;
 #endif
+  AlignedBlock tables;                         // what load_model's LoadedModel points into
   LoadedModel m;
+  std::vector<IOInfo> input_info, output_info;  // describe()
+  ModelInfo info;
+  std::vector<int64_t> plan_offsets;           // m.plan_offsets, for the planner
   ThreadPool* pool = nullptr;
   uint64_t max_tensor_bytes = 0, max_arena_bytes = 0;  // SessionOptions
   bool blocked_layouts = true;
@@ -168,6 +172,7 @@ struct Session::Impl {
 #endif
   }
 
+  void describe();
   Status prepare_kernels();
   void set_plan_nodes();
   ExecState* acquire();  // an idle state, or a new one (null: out of memory)
@@ -214,7 +219,7 @@ Status Session::Impl::check_inputs(const TensorView* in, size_t n) const {
     return error_status(StatusCode::kInvalidArgument, "the model has %zu input(s) but %zu were given", m.inputs.size(),
                         n);
   for (size_t i = 0; i < n; ++i) {
-    const IOInfo& io = m.input_info[i];
+    const IOInfo& io = input_info[i];
     const TensorView& v = in[i];
     if (v.dtype != io.dtype)
       return error_status(StatusCode::kInvalidArgument,
@@ -242,11 +247,11 @@ Status Session::Impl::check_inputs(const TensorView* in, size_t n) const {
   }
   // A dynamic dimension named in several places (two inputs' batch) takes one size.
   for (size_t i = 0; i < n; ++i) {
-    const IOInfo& io = m.input_info[i];
+    const IOInfo& io = input_info[i];
     for (size_t d = 0; d < io.dims.size(); ++d) {
       if (io.dims[d] >= 0) continue;
       for (size_t j = 0; j <= i; ++j) {
-        const IOInfo& jo = m.input_info[j];
+        const IOInfo& jo = input_info[j];
         for (size_t e = 0; e < (j == i ? d : jo.dims.size()); ++e) {
           if (jo.dims[e] >= 0 || jo.dim_names[e] != io.dim_names[d] || in[j].shape.dims[e] == in[i].shape.dims[d]) continue;
           return error_status(StatusCode::kInvalidArgument,
@@ -423,7 +428,7 @@ void Session::Impl::set_plan_nodes() {
 
 // At the example shapes (infer_shapes has run on them): the file's plan, or what is wrong with it.
 Status Session::Impl::check_file_plan(const ExecState& s) const {
-  const Text why = check_tensor_plan(plan_nodes, plan_tensors(s), m.plan_offsets, m.plan_arena_size);
+  const Text why = check_tensor_plan(plan_nodes, plan_tensors(s), plan_offsets, m.plan_arena_size);
   if (why.buf[0] == '\0') return Status::Ok();
   return error_status(StatusCode::kInvalidModel,
                       "invalid model file: its memory plan for the example input shapes is wrong: %s; re-export the "
@@ -442,7 +447,7 @@ Status Session::Impl::layout(ExecState& s, const Shape* in) const {
   for (size_t i = 0; at_example && i < m.inputs.size(); ++i) at_example = in[i] == m.example_input_shapes[i];
   ArenaPlan p;
   if (at_example)
-    place_scratch(plan_nodes, tensors, m.plan_offsets, static_cast<size_t>(m.plan_arena_size), &p);
+    place_scratch(plan_nodes, tensors, plan_offsets, static_cast<size_t>(m.plan_arena_size), &p);
   else
     plan_arena(plan_nodes, tensors, &p);
   s.arena_size = p.arena_size;
@@ -479,6 +484,53 @@ Status Session::Impl::layout(ExecState& s, const Shape* in) const {
   s.planned_shapes.assign(in, in + m.inputs.size());
   s.planned = true;
   return Status::Ok();
+}
+
+// The public descriptions of the model (runtime.h: IOInfo, ModelInfo), from the file.
+void Session::Impl::describe() {
+  const dtm::Model* model = m.model;
+  const auto* tensors = model->tensors();
+  auto io_of = [&](int32_t t) {
+    IOInfo io;
+    io.name = m.tensors[t].name;
+    io.dtype = m.tensors[t].dtype;
+    const auto* shape = tensors->Get(static_cast<flatbuffers::uoffset_t>(t))->shape();
+    for (int d = 0; d < m.tensors[t].file_shape.ndim; ++d) {
+      io.dims.push_back(m.tensors[t].file_shape.dims[d]);
+      const auto* nm = shape->Get(static_cast<flatbuffers::uoffset_t>(d))->name();
+      io.dim_names.push_back(io.dims.back() >= 0 ? std::string()
+                             : nm && nm->size() ? nm->str()
+                                                : std::string(text("%s_dim%d", io.name.c_str(), d).c_str()));
+    }
+    return io;
+  };
+  for (int32_t t : m.inputs) input_info.push_back(io_of(t));
+  for (int32_t t : m.outputs) output_info.push_back(io_of(t));
+  plan_offsets.assign(m.plan_offsets.begin(), m.plan_offsets.end());
+  info.format_version = model->format_version();
+  info.min_runtime_version = model->min_runtime_version();
+  info.opset = model->opset();
+  info.producer = model->producer() ? model->producer()->str() : "";
+  info.num_nodes = m.nodes.size();
+  info.weights_bytes = m.weights_bytes;
+  info.arena_size = model->plan() ? model->plan()->arena_size() : 0;
+  info.has_test_vector = m.has_test_vector;
+  if (model->op_list() != nullptr) {
+    for (flatbuffers::uoffset_t i = 0; i < model->op_list()->size(); ++i)
+      info.op_list.push_back(model->op_list()->Get(i)->str());
+  } else {
+    for (const NodeInfo& n : m.nodes) {
+      const std::string key = text("%s:%s", n.op, dtype_name(n.kernel->dtype)).c_str();
+      bool seen = false;
+      for (const auto& k : info.op_list) seen = seen || k == key;
+      if (!seen) info.op_list.push_back(key);
+    }
+  }
+  if (model->metadata() != nullptr)
+    for (flatbuffers::uoffset_t i = 0; i < model->metadata()->size(); ++i) {
+      const dtm::KeyValue* kv = model->metadata()->Get(i);
+      info.metadata.emplace_back(kv->key()->str(), kv->value() ? kv->value()->str() : "");
+    }
 }
 
 // Load time: each kernel with a prepare hook sees its node's constant inputs and may keep a block (e.g. weights
@@ -582,8 +634,13 @@ static Status finish_create(std::unique_ptr<Session::Impl> impl, const SessionOp
                           "fallback; kernels=\"portable\" runs only them");
     exclude.push_back(set.c_str());
   }
-  DTORCH_RETURN_IF_ERROR(load_model(impl->bytes, impl->size, &impl->m, options.kernels, exclude.data(),
-                                    exclude.size()));
+  size_t tables_bytes = 0;
+  DTORCH_RETURN_IF_ERROR(model_tables_bytes(impl->bytes, impl->size, &tables_bytes));
+  if (!impl->tables.allocate(tables_bytes))
+    return error_status(StatusCode::kIOError, "cannot allocate %zu bytes for the model's tables", tables_bytes);
+  DTORCH_RETURN_IF_ERROR(load_model(impl->bytes, impl->size, impl->tables.p, impl->tables.n, &impl->m,
+                                    options.kernels, exclude.data(), exclude.size()));
+  impl->describe();
   // The file's own example shapes must go through every node and give the shapes it declares: a file whose
   // declared tensors disagree with its kernels is refused here, before anything runs.
   impl->set_plan_nodes();
@@ -685,9 +742,9 @@ Status Session::CreateFromBuffer(const void* data, size_t size, const SessionOpt
   return finish_create(std::move(impl), options, out, [](std::unique_ptr<Impl> i) { return new Session(std::move(i)); });
 }
 
-const std::vector<IOInfo>& Session::inputs() const { return impl_->m.input_info; }
-const std::vector<IOInfo>& Session::outputs() const { return impl_->m.output_info; }
-const ModelInfo& Session::info() const { return impl_->m.info; }
+const std::vector<IOInfo>& Session::inputs() const { return impl_->input_info; }
+const std::vector<IOInfo>& Session::outputs() const { return impl_->output_info; }
+const ModelInfo& Session::info() const { return impl_->info; }
 std::vector<Session::NodeKernel> Session::node_kernels() const {
   std::vector<NodeKernel> out;
   out.reserve(impl_->m.nodes.size());
@@ -782,14 +839,18 @@ Status Session::TestVector(std::vector<std::vector<uint8_t>>* inputs, std::vecto
   if (!m.has_test_vector)
     return Status(StatusCode::kInvalidArgument,
                   "the model has no bundled test vector; export with dt.export(..., bundle_example=True)");
-  const TestVectorRef& r = m.test_vector;
   inputs->clear();
   outputs->clear();
-  for (size_t k = 0; k < r.input_data.size(); ++k) inputs->emplace_back(r.input_data[k], r.input_data[k] + r.input_bytes[k]);
-  for (size_t k = 0; k < r.output_data.size(); ++k)
-    outputs->emplace_back(r.output_data[k], r.output_data[k] + r.output_bytes[k]);
-  *input_shapes = r.input_shapes;
-  *output_shapes = r.output_shapes;
+  input_shapes->clear();
+  output_shapes->clear();
+  for (const TestTensor& t : m.test_inputs) {
+    inputs->emplace_back(t.data, t.data + t.bytes);
+    input_shapes->push_back(t.shape);
+  }
+  for (const TestTensor& t : m.test_outputs) {
+    outputs->emplace_back(t.data, t.data + t.bytes);
+    output_shapes->push_back(t.shape);
+  }
   return Status::Ok();
 }
 

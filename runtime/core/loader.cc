@@ -4,12 +4,11 @@
 #include <cstdarg>
 #include <cstdint>
 #include <cstring>
-#include <string>
-#include <vector>
 
 #include "core/model.h"
 #include "core/op_schema.h"
 #include "dtm_generated.h"
+#include "dtorch/version.h"
 
 namespace dtorch {
 namespace {
@@ -170,7 +169,8 @@ Status check_node_schema(const LoadedModel& m, const NodeInfo& n, int ni) {
   const OpSchema& schema = *n.kernel->schema;
   const Status attrs = check_attrs(schema, n.node);
   if (!attrs.ok()) return invalid("%s: %s", node_label(n, ni).c_str(), attrs.message());
-  std::vector<DType> ins(n.inputs.size(), DType::kFloat32), outs(n.outputs.size());
+  DType ins[kMaxNodeArity], outs[kMaxNodeArity];
+  for (size_t k = 0; k < n.inputs.size(); ++k) ins[k] = DType::kFloat32;
   uint64_t absent = 0;
   for (size_t k = 0; k < n.inputs.size(); ++k) {
     if (n.inputs[k] < 0)
@@ -179,7 +179,7 @@ Status check_node_schema(const LoadedModel& m, const NodeInfo& n, int ni) {
       ins[k] = m.tensors[n.inputs[k]].dtype;
   }
   for (size_t k = 0; k < n.outputs.size(); ++k) outs[k] = m.tensors[n.outputs[k]].dtype;
-  const NodeDTypes dts{ins.data(), static_cast<int>(ins.size()), absent, outs.data(), static_cast<int>(outs.size()),
+  const NodeDTypes dts{ins, static_cast<int>(n.inputs.size()), absent, outs, static_cast<int>(n.outputs.size()),
                        schema.dtype_attr != nullptr ? n.attrs.get_string(schema.dtype_attr) : nullptr};
   DTypeMismatch why;
   if (match_signature(schema, dts, &why) != nullptr) return Status::Ok();
@@ -193,12 +193,9 @@ Status check_node_schema(const LoadedModel& m, const NodeInfo& n, int ni) {
   return invalid("%s: %s", node_label(n, ni).c_str(), describe_mismatch(schema, dts, why, slot.c_str()).c_str());
 }
 
-}  // namespace
-
-Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPolicy policy,
-                  const char* const* exclude_sets, size_t n_exclude) {
-  LoadedModel& m = *out;
-  m = LoadedModel();
+// The checks every load starts with, none of which needs memory: identifier, the FlatBuffer verifier, alignment,
+// versions, strings.
+Status verify_model(const uint8_t* data, size_t size, const dtm::Model** out) {
   if (data == nullptr || size < 8)
     return invalid("the file is %zu bytes, too short to be a .dtm model (truncated?)", size);
   if (static_cast<uint64_t>(size) > kMaxFileSize) return invalid("the file is larger than 1 TiB");
@@ -215,24 +212,105 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
   if (!vectors_aligned(model, data))
     return invalid("a vector of 8-byte values (segments, shapes, int or float attributes, memory plan offsets) is "
                    "not 8-byte aligned in the file");
-  m.model = model;
 
   // Versions first: a newer file may mean things this runtime cannot check.
   const uint32_t fv = model->format_version(), minv = model->min_runtime_version();
-  const std::string producer = model->producer() ? model->producer()->str() : "unknown producer";
+  const char* producer = model->producer() ? model->producer()->c_str() : "unknown producer";
   if (fv == 0) return invalid("format_version is 0 (not set)");
   if (fv > kFormatVersion)
     return error_status(StatusCode::kVersionMismatch,
                         "the model file has format version %u (written by %s), newer than this runtime's format "
                         "version %u (dtorch runtime %s); update the runtime or export with an older dtorch",
-                        fv, producer.c_str(), kFormatVersion, kRuntimeVersion);
+                        fv, producer, kFormatVersion, kRuntimeVersion);
   if (minv > kFormatVersion)
     return error_status(StatusCode::kVersionMismatch,
                         "the model file needs runtime version >= %u (written by %s), but this runtime is version %u "
                         "(dtorch runtime %s); update the runtime",
-                        minv, producer.c_str(), kFormatVersion, kRuntimeVersion);
+                        minv, producer, kFormatVersion, kRuntimeVersion);
 
   if (!all_strings_utf8(model)) return invalid("a name or string in the file is not valid UTF-8");
+  const size_t nt = model->tensors() ? model->tensors()->size() : 0;
+  const size_t nn = model->nodes() ? model->nodes()->size() : 0;
+  if (nt > (size_t{1} << 24)) return invalid("too many tensors");
+  if (nn > (size_t{1} << 24)) return invalid("too many nodes");
+  *out = model;
+  return Status::Ok();
+}
+
+// Hands out 8-byte aligned pieces of the caller's tables (or, with base == nullptr, only counts them).
+struct Carve {
+  uint8_t* base;
+  size_t cap;
+  size_t used = 0;
+  template <typename T>
+  bool take(size_t n, Span<T>* out) {
+    const size_t at = (used + 7) / 8 * 8;
+    used = at + n * sizeof(T);
+    out->n = n;
+    out->ptr = base != nullptr && used <= cap ? reinterpret_cast<T*>(base + at) : nullptr;
+    return base == nullptr || used <= cap;
+  }
+};
+
+struct Tables {
+  Span<TensorInfo> tensors;
+  Span<NodeInfo> nodes;
+  Span<Shape> example_shapes;
+  Span<TestTensor> test_inputs, test_outputs;
+  Span<uint8_t> defined, is_output;
+};
+
+// Lays the tables out in `c`; false when they do not fit.
+bool carve_tables(const dtm::Model* model, Carve* c, Tables* t) {
+  const size_t nt = model->tensors() ? model->tensors()->size() : 0;
+  const size_t nn = model->nodes() ? model->nodes()->size() : 0;
+  const size_t ni = model->inputs() ? model->inputs()->size() : 0;
+  const size_t no = model->outputs() ? model->outputs()->size() : 0;
+  return c->take(nt, &t->tensors) && c->take(nn, &t->nodes) && c->take(ni, &t->example_shapes) &&
+         c->take(ni, &t->test_inputs) && c->take(no, &t->test_outputs) && c->take(nt, &t->defined) &&
+         c->take(nt, &t->is_output);
+}
+
+template <typename T>
+Span<const T> span_of(const flatbuffers::Vector<T>* v) {
+  Span<const T> s;
+  if (v != nullptr) {
+    s.ptr = v->data();
+    s.n = v->size();
+  }
+  return s;
+}
+
+}  // namespace
+
+#if !FLATBUFFERS_LITTLEENDIAN
+#error "the runtime reads the model's index vectors in place, which needs a little-endian target"
+#endif
+
+Status model_tables_bytes(const uint8_t* data, size_t size, size_t* bytes) {
+  const dtm::Model* model = nullptr;
+  DTORCH_RETURN_IF_ERROR(verify_model(data, size, &model));
+  Carve c{nullptr, 0};
+  Tables t;
+  carve_tables(model, &c, &t);
+  *bytes = c.used;
+  return Status::Ok();
+}
+
+Status load_model(const uint8_t* data, size_t size, void* tables, size_t tables_bytes, LoadedModel* out,
+                  KernelPolicy policy, const char* const* exclude_sets, size_t n_exclude) {
+  LoadedModel& m = *out;
+  m = LoadedModel();
+  const dtm::Model* model = nullptr;
+  DTORCH_RETURN_IF_ERROR(verify_model(data, size, &model));
+  if (tables == nullptr || reinterpret_cast<uintptr_t>(tables) % 8 != 0)
+    return Status(StatusCode::kInvalidArgument, "the model's tables must start at an 8-byte aligned address");
+  Carve carve{static_cast<uint8_t*>(tables), tables_bytes};
+  Tables tb;
+  if (!carve_tables(model, &carve, &tb))
+    return error_status(StatusCode::kInvalidArgument, "the model's tables need %zu bytes, %zu were given",
+                        carve.used, tables_bytes);
+  m.model = model;
 
   // Segments: inside the file, 64-byte aligned.
   const auto* segs = model->segments();
@@ -250,13 +328,15 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
 
   // Tensors.
   const auto* tensors = model->tensors();
-  const size_t nt = tensors ? tensors->size() : 0;
-  if (nt > (size_t{1} << 24)) return invalid("too many tensors");
-  m.tensors.resize(nt);
+  const size_t nt = tb.tensors.size();
+  m.tensors = tb.tensors;
   for (size_t t = 0; t < nt; ++t) {
     const dtm::Tensor* ft = tensors->Get(static_cast<flatbuffers::uoffset_t>(t));
     TensorInfo& ti = m.tensors[t];
+    ti = TensorInfo();
     ti.name = ft->name() ? ft->name()->c_str() : "";
+    tb.defined[t] = 0;
+    tb.is_output[t] = 0;
     const int dt = static_cast<int>(ft->dtype());
     const Text label = tensor_label(m, static_cast<int>(t));
     if (dt < 0 || dt > static_cast<int>(DType::kBool)) return invalid("%s has unknown dtype %d", label.c_str(), dt);
@@ -286,46 +366,42 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
                        label.c_str(), static_cast<ull>(want), static_cast<ull>(bytes));
       ti.data = data + off;
       ti.nbytes = static_cast<size_t>(bytes);
-      m.info.weights_bytes += bytes;
+      m.weights_bytes += bytes;
     }
   }
 
   // Model inputs and outputs.
-  std::vector<uint8_t> defined(nt, 0);
-  std::vector<uint8_t> is_output(nt, 0);
-  const auto* fin = model->inputs();
-  const auto* fout = model->outputs();
-  if (fout == nullptr || fout->size() == 0) return invalid("the model has no outputs");
-  if (fin != nullptr) {
-    for (flatbuffers::uoffset_t i = 0; i < fin->size(); ++i) {
-      const int32_t t = fin->Get(i);
-      if (t < 0 || static_cast<size_t>(t) >= nt) return invalid("model input %u refers to tensor %d of %zu", i, t, nt);
-      if (m.tensors[t].role != TensorRole::kIntermediate || defined[t])
-        return invalid("model input %u (%s) is listed twice or is a constant", i, tensor_label(m, t).c_str());
-      m.tensors[t].role = TensorRole::kInput;
-      defined[t] = 1;
-      m.inputs.push_back(t);
-    }
+  uint8_t* defined = tb.defined.data();
+  uint8_t* is_output = tb.is_output.data();
+  m.inputs = span_of(model->inputs());
+  m.outputs = span_of(model->outputs());
+  if (m.outputs.empty()) return invalid("the model has no outputs");
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    const int32_t t = m.inputs[i];
+    if (t < 0 || static_cast<size_t>(t) >= nt) return invalid("model input %zu refers to tensor %d of %zu", i, t, nt);
+    if (m.tensors[t].role != TensorRole::kIntermediate || defined[t])
+      return invalid("model input %zu (%s) is listed twice or is a constant", i, tensor_label(m, t).c_str());
+    m.tensors[t].role = TensorRole::kInput;
+    defined[t] = 1;
   }
-  for (flatbuffers::uoffset_t i = 0; i < fout->size(); ++i) {
-    const int32_t t = fout->Get(i);
-    if (t < 0 || static_cast<size_t>(t) >= nt) return invalid("model output %u refers to tensor %d of %zu", i, t, nt);
-    if (is_output[t]) return invalid("model output %u (%s) is listed twice", i, tensor_label(m, t).c_str());
+  for (size_t i = 0; i < m.outputs.size(); ++i) {
+    const int32_t t = m.outputs[i];
+    if (t < 0 || static_cast<size_t>(t) >= nt) return invalid("model output %zu refers to tensor %d of %zu", i, t, nt);
+    if (is_output[t]) return invalid("model output %zu (%s) is listed twice", i, tensor_label(m, t).c_str());
     is_output[t] = 1;
     if (m.tensors[t].role == TensorRole::kIntermediate) m.tensors[t].role = TensorRole::kOutput;
-    m.outputs.push_back(t);
   }
   for (size_t t = 0; t < nt; ++t)
     if (m.tensors[t].role == TensorRole::kConstant) defined[t] = 1;
 
   // Nodes: indices in range, inputs defined before use, each tensor produced once, a kernel for each.
   const auto* nodes = model->nodes();
-  const size_t nn = nodes ? nodes->size() : 0;
-  if (nn > (size_t{1} << 24)) return invalid("too many nodes");
-  m.nodes.resize(nn);
+  const size_t nn = tb.nodes.size();
+  m.nodes = tb.nodes;
   for (size_t i = 0; i < nn; ++i) {
     const dtm::Node* fn = nodes->Get(static_cast<flatbuffers::uoffset_t>(i));
     NodeInfo& n = m.nodes[i];
+    n = NodeInfo();
     n.node = fn;
     n.op = fn->op()->c_str();
     n.name = fn->name() ? fn->name()->c_str() : "";
@@ -333,38 +409,32 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
     if (std::strlen(n.op) != fn->op()->size())
       return invalid("node %d has an operator name with an embedded NUL byte ('%s\\0...'); operator names are "
                      "the catalogue's names, matched whole", ni, n.op);
-    const auto* ins = fn->inputs();
-    const auto* outs = fn->outputs();
-    if ((ins && ins->size() > static_cast<flatbuffers::uoffset_t>(kMaxNodeArity)) ||
-        (outs && outs->size() > static_cast<flatbuffers::uoffset_t>(kMaxNodeArity)))
+    n.inputs = span_of(fn->inputs());
+    n.outputs = span_of(fn->outputs());
+    if (n.inputs.size() > static_cast<size_t>(kMaxNodeArity) || n.outputs.size() > static_cast<size_t>(kMaxNodeArity))
       return invalid("%s has more than %d inputs or outputs", node_label(n, ni).c_str(), kMaxNodeArity);
-    if (outs == nullptr || outs->size() == 0) return invalid("%s has no outputs", node_label(n, ni).c_str());
+    if (n.outputs.empty()) return invalid("%s has no outputs", node_label(n, ni).c_str());
     int first_present = -1;
-    for (flatbuffers::uoffset_t k = 0; ins && k < ins->size(); ++k) {
-      const int32_t t = ins->Get(k);
-      if (t == -1) {
-        n.inputs.push_back(-1);
-        continue;
-      }
+    for (size_t k = 0; k < n.inputs.size(); ++k) {
+      const int32_t t = n.inputs[k];
+      if (t == -1) continue;
       if (t < 0 || static_cast<size_t>(t) >= nt)
-        return invalid("%s input %u refers to tensor %d of %zu", node_label(n, ni).c_str(), k, t, nt);
+        return invalid("%s input %zu refers to tensor %d of %zu", node_label(n, ni).c_str(), k, t, nt);
       if (!defined[t])
         return invalid("%s reads %s before any node produces it (nodes must be in topological order)",
                        node_label(n, ni).c_str(), tensor_label(m, t).c_str());
       if (first_present < 0) first_present = t;
       m.tensors[t].last_use = ni;
-      n.inputs.push_back(t);
     }
-    for (flatbuffers::uoffset_t k = 0; k < outs->size(); ++k) {
-      const int32_t t = outs->Get(k);
+    for (size_t k = 0; k < n.outputs.size(); ++k) {
+      const int32_t t = n.outputs[k];
       if (t < 0 || static_cast<size_t>(t) >= nt)
-        return invalid("%s output %u refers to tensor %d of %zu", node_label(n, ni).c_str(), k, t, nt);
+        return invalid("%s output %zu refers to tensor %d of %zu", node_label(n, ni).c_str(), k, t, nt);
       if (defined[t])
         return invalid("%s writes %s, which is a model input, a constant or already produced by an earlier node",
                        node_label(n, ni).c_str(), tensor_label(m, t).c_str());
       defined[t] = 1;
       m.tensors[t].producer = ni;
-      n.outputs.push_back(t);
     }
     const DType kdt = m.tensors[first_present >= 0 ? first_present : n.outputs[0]].dtype;
     n.kernel = find_kernel(n.op, kdt, policy, exclude_sets, n_exclude);
@@ -386,35 +456,21 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
   for (int32_t t : m.outputs)
     if (!defined[t]) return invalid("model output %s is never produced by any node", tensor_label(m, t).c_str());
 
-  // Public descriptions of inputs and outputs.
-  auto describe = [&](int32_t t) {
-    IOInfo io;
-    io.name = m.tensors[t].name;
-    io.dtype = m.tensors[t].dtype;
-    const auto* shape = tensors->Get(static_cast<flatbuffers::uoffset_t>(t))->shape();
-    for (int d = 0; d < m.tensors[t].file_shape.ndim; ++d) {
-      io.dims.push_back(m.tensors[t].file_shape.dims[d]);
-      const auto* nm = shape->Get(static_cast<flatbuffers::uoffset_t>(d))->name();
-      io.dim_names.push_back(io.dims.back() < 0 ? (nm && nm->size() ? nm->str() : text("%s_dim%d", io.name.c_str(), d).c_str())
-                                                : std::string());
-    }
-    return io;
-  };
-  for (int32_t t : m.inputs) m.input_info.push_back(describe(t));
-  for (int32_t t : m.inputs) {
+  // The inputs' example shapes, when every input has one that fits its declared shape.
+  m.example_input_shapes = tb.example_shapes;
+  for (size_t i = 0; i < m.inputs.size(); ++i) {
+    const int32_t t = m.inputs[i];
     const auto* ex = tensors->Get(static_cast<flatbuffers::uoffset_t>(t))->example_shape();
     const Shape& declared = m.tensors[t].file_shape;
-    Shape s;
+    Shape& s = m.example_input_shapes[i];
     bool fits = ex != nullptr && read_shape(ex, "an example shape", &s).ok() && s.ndim == declared.ndim;
     for (int d = 0; fits && d < s.ndim; ++d)
       fits = s.dims[d] >= 0 && (declared.dims[d] < 0 || declared.dims[d] == s.dims[d]);
     if (!fits) {
-      m.example_input_shapes.clear();
+      m.example_input_shapes = Span<Shape>();
       break;
     }
-    m.example_input_shapes.push_back(s);
   }
-  for (int32_t t : m.outputs) m.output_info.push_back(describe(t));
 
   // The memory plan: one offset per tensor, checked against the example shapes by the session.
   if (model->plan() != nullptr && model->plan()->offsets() != nullptr && model->plan()->offsets()->size() > 0) {
@@ -423,43 +479,17 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
       return invalid("the memory plan has %u offsets for %zu tensors", offs->size(), nt);
     if (m.example_input_shapes.size() != m.inputs.size())
       return invalid("the file has a memory plan but no example input shapes to check it at");
-    m.plan_offsets.assign(offs->begin(), offs->end());
+    m.plan_offsets = span_of(offs);
     m.plan_arena_size = model->plan()->arena_size();
     m.has_plan = true;
   }
-
-  // Metadata.
-  ModelInfo& info = m.info;
-  info.format_version = fv;
-  info.min_runtime_version = minv;
-  info.opset = model->opset();
-  info.producer = model->producer() ? model->producer()->str() : "";
-  info.num_nodes = nn;
-  info.arena_size = model->plan() ? model->plan()->arena_size() : 0;
-  if (model->op_list() != nullptr) {
-    for (flatbuffers::uoffset_t i = 0; i < model->op_list()->size(); ++i)
-      info.op_list.push_back(model->op_list()->Get(i)->str());
-  } else {
-    for (const NodeInfo& n : m.nodes) {
-      const std::string key = text("%s:%s", n.op, dtype_name(n.kernel->dtype)).c_str();
-      bool seen = false;
-      for (const auto& s : info.op_list) seen = seen || s == key;
-      if (!seen) info.op_list.push_back(key);
-    }
-  }
-  if (model->metadata() != nullptr)
-    for (flatbuffers::uoffset_t i = 0; i < model->metadata()->size(); ++i) {
-      const dtm::KeyValue* kv = model->metadata()->Get(i);
-      info.metadata.emplace_back(kv->key()->str(), kv->value() ? kv->value()->str() : "");
-    }
 
   // The bundled test vector.
   const dtm::TestVector* tv = model->test_vector();
   if (tv != nullptr) {
     auto read_side = [&](const flatbuffers::Vector<int32_t>* segidx,
                          const flatbuffers::Vector<flatbuffers::Offset<dtm::Shape>>* shapes,
-                         const std::vector<int32_t>& tensors_of, const char* side, std::vector<const uint8_t*>* datas,
-                         std::vector<size_t>* sizes, std::vector<Shape>* out_shapes) -> Status {
+                         Span<const int32_t> tensors_of, const char* side, Span<TestTensor> out) -> Status {
       const size_t n = tensors_of.size();
       if (segidx == nullptr || shapes == nullptr || segidx->size() != n || shapes->size() != n)
         return invalid("the test vector needs one %s segment and shape per model %s", side, side);
@@ -473,20 +503,18 @@ Status load_model(const uint8_t* data, size_t size, LoadedModel* out, KernelPoli
             read_shape(shapes->Get(static_cast<flatbuffers::uoffset_t>(k))->dims(), what.c_str(), &s));
         if (!static_nbytes(s, m.tensors[tensors_of[k]].dtype, &want) || want != bytes)
           return invalid("%s has %llu bytes, which does not match its shape", what.c_str(), static_cast<ull>(bytes));
-        datas->push_back(data + off);
-        sizes->push_back(static_cast<size_t>(bytes));
-        out_shapes->push_back(s);
+        out[k].data = data + off;
+        out[k].bytes = static_cast<size_t>(bytes);
+        out[k].shape = s;
       }
       return Status::Ok();
     };
-    TestVectorRef& r = m.test_vector;
-    DTORCH_RETURN_IF_ERROR(read_side(tv->inputs(), tv->input_shapes(), m.inputs, "input", &r.input_data,
-                                     &r.input_bytes, &r.input_shapes));
-    DTORCH_RETURN_IF_ERROR(read_side(tv->outputs(), tv->output_shapes(), m.outputs, "output", &r.output_data,
-                                     &r.output_bytes, &r.output_shapes));
+    DTORCH_RETURN_IF_ERROR(read_side(tv->inputs(), tv->input_shapes(), m.inputs, "input", tb.test_inputs));
+    DTORCH_RETURN_IF_ERROR(read_side(tv->outputs(), tv->output_shapes(), m.outputs, "output", tb.test_outputs));
+    m.test_inputs = tb.test_inputs;
+    m.test_outputs = tb.test_outputs;
     m.has_test_vector = true;
   }
-  info.has_test_vector = m.has_test_vector;
   return Status::Ok();
 }
 

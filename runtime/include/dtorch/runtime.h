@@ -17,11 +17,10 @@
 
 #include "dtorch/status.h"
 #include "dtorch/types.h"
+#include "dtorch/version.h"
 
 namespace dtorch {
 
-constexpr uint32_t kFormatVersion = 1;   // the .dtm format this runtime reads and writes
-constexpr const char* kRuntimeVersion = "0.1.0";
 
 struct SessionOptions {
   int num_threads = 1;  // >= 1; conv/matmul kernels split their work; results are identical for any count
