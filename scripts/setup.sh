@@ -34,6 +34,10 @@ apt_packages=(
     g++-aarch64-linux-gnu
     g++-arm-linux-gnueabihf
     g++-riscv64-linux-gnu
+    gcc-arm-none-eabi
+    libnewlib-arm-none-eabi
+    libstdc++-arm-none-eabi-newlib
+    qemu-system-arm
     flatbuffers-compiler
     clang
     libclang-rt-14-dev

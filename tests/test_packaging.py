@@ -24,7 +24,7 @@ def build_lib(tmp_path_factory: pytest.TempPathFactory) -> Path:
 
 def test_build_py_copies_the_sdk_folders(build_lib: Path) -> None:
     share = build_lib / "dtorch" / "_share"
-    for rel in ("SConstruct", "runtime/include/dtorch/runtime.h", "runtime/core/executor.cc",
+    for rel in ("SConstruct", "runtime/include/dtorch/runtime.h", "runtime/hosted/executor.cc",
                 "runtime/kernels/portable/conv2d.cc", "runtime/apps/dtorch_run.cc", "runtime/schema/dtm_generated.h"):
         assert (share / rel).is_file(), rel
     for folder in ("boards", "toolchains", "emulation"):

@@ -1,4 +1,4 @@
-"""The arena memory plan of a `.dtm` file, made by the runtime's own planner (runtime/core/planner.h, through
+"""The arena memory plan of a `.dtm` file, made by the runtime's own planner (runtime/hosted/planner.h, through
 the binding `dtorch.runtime._C.plan_arena`): the exporter and the runtime share one algorithm, "greedy-by-size",
 and a runtime at the example shapes runs on exactly the plan the file carries. This module describes the graph to
 it and verifies the result independently (`verify_plan`).

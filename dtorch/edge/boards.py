@@ -32,6 +32,8 @@ else:  # pragma: no cover - exercised on Python 3.10 only
     import tomli as tomllib
 
 __all__ = [
+    "BARE_METAL_ARCHES",
+    "Mcu",
     "ARCHES",
     "PROFILES",
     "Accelerator",
@@ -49,10 +51,12 @@ __all__ = [
 ]
 
 #: Architectures a board file may name ("native": the machine the SDK runs on, detected at load time).
-ARCHES = ("aarch64", "armv7", "riscv64", "x86_64", "hexagon")
+ARCHES = ("aarch64", "armv7", "riscv64", "x86_64", "hexagon", "armv7e-m", "armv8.1-m")
+#: Architectures without an operating system: a board of one of these builds a bare-metal firmware ([mcu] table).
+BARE_METAL_ARCHES = ("armv7e-m", "armv8.1-m")
 #: Build profiles and the optimisation flag each one means.
 PROFILES = {"size": "-Os", "speed": "-O2"}
-EMULATOR_KINDS = ("qemu-user", "native")
+EMULATOR_KINDS = ("qemu-user", "qemu-system", "native")
 ACCELERATOR_KINDS = ("npu", "gpu", "dsp", "mcu")
 
 _NAME_RE = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -131,6 +135,9 @@ class Emulator:
     cpu: str | None = None
     stand_in: bool = False
     note: str = ""
+    machine: str | None = None  # qemu-system: the -M machine (e.g. mps2-an500)
+    flash_origin: int = 0x0            # qemu-system: where the machine maps the memory that stands in for flash
+    ram_origin: int = 0x20000000       # ... and for RAM
 
     def command(self, program: str | os.PathLike[str], *args: str) -> list[str]:
         """The argv that runs `program` on this board's emulator (the program itself for a native board)."""
@@ -139,6 +146,10 @@ class Emulator:
         if self.kind == "native":
             return [str(program), *args]
         assert self.binary is not None and self.cpu is not None
+        if self.kind == "qemu-system":  # a firmware ELF; its arguments reach it as the semihosting command line
+            sh = ",".join(["enable=on", "target=native", f"arg={Path(program).name}", *(f"arg={a}" for a in args)])
+            return [self.binary, "-M", str(self.machine), "-cpu", self.cpu, "-nographic", "-monitor", "none",
+                    "-serial", "none", "-semihosting-config", sh, "-kernel", str(program)]
         return [self.binary, "-cpu", self.cpu, str(program), *args]
 
     @property
@@ -151,7 +162,31 @@ class Emulator:
             return "none"
         if self.kind == "native":
             return "native"
-        return f"{self.binary} -cpu {self.cpu}" + (" (stand-in)" if self.stand_in else "")
+        machine = f" -M {self.machine}" if self.machine else ""
+        return f"{self.binary}{machine} -cpu {self.cpu}" + (" (stand-in)" if self.stand_in else "")
+
+
+@dataclass(frozen=True)
+class Mcu:
+    """A microcontroller's memories (bare-metal boards): flash and RAM in KiB as the part has them, the stack the
+    firmware reserves, and the cycles per instruction the latency estimate assumes."""
+
+    flash_kb: int
+    ram_kb: int
+    stack_kb: int
+    cpi: float
+
+    @property
+    def flash_bytes(self) -> int:
+        return self.flash_kb * 1024
+
+    @property
+    def ram_bytes(self) -> int:
+        return self.ram_kb * 1024
+
+    @property
+    def stack_bytes(self) -> int:
+        return self.stack_kb * 1024
 
 
 @dataclass(frozen=True)
@@ -191,6 +226,12 @@ class Board:
     mem_bandwidth_gbs: float | None = None
     native: bool = False  # the file says arch = "native" (the host board)
     path: Path | None = field(default=None, compare=False)
+    mcu: Mcu | None = None  # bare-metal boards: flash, RAM, stack
+
+    @property
+    def bare_metal(self) -> bool:
+        """Whether the board runs a bare-metal firmware (no operating system) rather than dtorch-run."""
+        return self.mcu is not None
 
     @property
     def opt_flag(self) -> str:
@@ -232,12 +273,15 @@ class Board:
             ],
             "isa": list(self.isa),
             "ram_mb": self.ram_mb,
+            "mcu": None if self.mcu is None else {"flash_kb": self.mcu.flash_kb, "ram_kb": self.mcu.ram_kb,
+                                                  "stack_kb": self.mcu.stack_kb, "cpi": self.mcu.cpi},
             "mem_bandwidth_gbs": self.mem_bandwidth_gbs,
             "profile": self.profile,
             "opt_flag": self.opt_flag,
             "toolchains": list(self.toolchains),
             "flags": {k: {"cxxflags": list(v.cxxflags), "ldflags": list(v.ldflags)} for k, v in self.flags.items()},
             "emulator": {"kind": self.emulator.kind, "binary": self.emulator.binary, "cpu": self.emulator.cpu,
+                         "machine": self.emulator.machine,
                          "stand_in": self.emulator.stand_in, "note": self.emulator.note},
             "accelerators": [{"kind": a.kind, "name": a.name, "tops": a.tops, "precision": a.precision,
                               "note": a.note, "mhz": a.mhz, "cores": a.cores, "macs_per_cycle": a.macs_per_cycle,
@@ -288,7 +332,7 @@ def _host_ram_mb() -> int:
 # --- validation -----------------------------------------------------------------------------------------------
 
 _TOP_KEYS = {"name", "description", "arch", "ram_mb", "profile", "toolchains", "isa", "cpu", "memory", "flags",
-             "emulator", "accelerators"}
+             "emulator", "accelerators", "mcu"}
 
 
 class _Reader:
@@ -413,18 +457,29 @@ def _parse(path: Path, data: Mapping[str, Any]) -> Board:
                 note=r.str_(c, "note", where, required=False, default="") or "",
             ))
 
-    ram_mb = r.int_(data, "ram_mb", required=not native)
+    bare = arch in BARE_METAL_ARCHES
+    mcu = None
+    raw_mcu = r.table(data, "mcu", "", required=bare)
+    if raw_mcu is not None:
+        if not bare:
+            raise r.fail("mcu", f"only bare-metal boards ({', '.join(BARE_METAL_ARCHES)}) have an [mcu] table")
+        r.no_extra(raw_mcu, {"flash_kb", "ram_kb", "stack_kb", "cpi"}, "mcu.")
+        mcu = Mcu(flash_kb=r.int_(raw_mcu, "flash_kb", "mcu.") or 0, ram_kb=r.int_(raw_mcu, "ram_kb", "mcu.") or 0,
+                  stack_kb=r.int_(raw_mcu, "stack_kb", "mcu.") or 0, cpi=r.num(raw_mcu, "cpi", "mcu.") or 1.0)
+        if min(mcu.flash_kb, mcu.ram_kb, mcu.stack_kb) <= 0 or mcu.stack_kb >= mcu.ram_kb or mcu.cpi <= 0:
+            raise r.fail("mcu", "flash_kb, ram_kb and stack_kb must be > 0 (stack_kb < ram_kb), cpi > 0")
+    ram_mb = r.int_(data, "ram_mb", required=not native and not bare)
     if ram_mb is None:
-        ram_mb = _host_ram_mb()
+        ram_mb = -(-mcu.ram_kb // 1024) if mcu is not None else _host_ram_mb()
     profile = r.str_(data, "profile", choices=tuple(PROFILES))
     toolchains = r.strs(data, "toolchains", nonempty=True)
     if len(set(toolchains)) != len(toolchains):
         raise r.fail("toolchains", f"lists a family twice: {list(toolchains)}")
     isa = r.strs(data, "isa", required=False)
 
-    memory = r.table(data, "memory", "", required=not native) or {}
+    memory = r.table(data, "memory", "", required=not native and not bare) or {}
     r.no_extra(memory, {"bandwidth_gbs", "note"}, "memory.")
-    bandwidth = r.num(memory, "bandwidth_gbs", "memory.", required=not native)
+    bandwidth = r.num(memory, "bandwidth_gbs", "memory.", required=not native and not bare)
 
     raw_flags = r.table(data, "flags", "")
     assert raw_flags is not None
@@ -444,7 +499,7 @@ def _parse(path: Path, data: Mapping[str, Any]) -> Board:
     emu = r.table(data, "emulator", "", required=False)
     kind = None
     if emu is not None:
-        r.no_extra(emu, {"kind", "binary", "cpu", "stand_in", "note"}, "emulator.")
+        r.no_extra(emu, {"kind", "binary", "cpu", "stand_in", "note", "machine"}, "emulator.")
         kind = r.str_(emu, "kind", "emulator.", choices=EMULATOR_KINDS)
     if emu is None:  # a board nothing here emulates: dtorch-edge emulate says so
         emulator = Emulator(kind="none")
@@ -456,6 +511,15 @@ def _parse(path: Path, data: Mapping[str, Any]) -> Board:
         if binary != expected:
             raise r.fail("emulator.binary", f"{binary!r} does not run {arch} binaries (expected {expected!r})")
         emulator = Emulator(kind=kind, binary=binary, cpu=cpu_model, stand_in=r.bool_(emu, "stand_in", "emulator."),
+                            note=r.str_(emu, "note", "emulator.", required=False, default="") or "")
+    elif kind == "qemu-system":
+        if not bare:
+            raise r.fail("emulator.kind", "'qemu-system' runs bare-metal firmware: only for boards with an [mcu] table")
+        binary = r.str_(emu, "binary", "emulator.")
+        if binary != "qemu-system-arm":
+            raise r.fail("emulator.binary", f"{binary!r} does not run {arch} firmware (expected 'qemu-system-arm')")
+        emulator = Emulator(kind=kind, binary=binary, cpu=r.str_(emu, "cpu", "emulator."),
+                            machine=r.str_(emu, "machine", "emulator."), stand_in=r.bool_(emu, "stand_in", "emulator."),
                             note=r.str_(emu, "note", "emulator.", required=False, default="") or "")
     else:
         if not native:
@@ -487,7 +551,8 @@ def _parse(path: Path, data: Mapping[str, Any]) -> Board:
 
     return Board(name=name, description=description, arch=arch, cpu=tuple(clusters), ram_mb=ram_mb,
                  profile=profile or "speed", toolchains=toolchains, flags=flags, emulator=emulator,
-                 accelerators=tuple(accelerators), isa=isa, mem_bandwidth_gbs=bandwidth, native=native, path=path)
+                 accelerators=tuple(accelerators), isa=isa, mem_bandwidth_gbs=bandwidth, native=native, path=path,
+                 mcu=mcu)
 
 
 # --- loading --------------------------------------------------------------------------------------------------

@@ -252,6 +252,15 @@ def build_bundle(board: str, models: Sequence[str | os.PathLike[str]] = (), *, o
         if not m.is_file():
             raise BuildError(f"model not found: {str(m)!r}; export one with dt.export(model, example, 'model.dtm')")
     model_paths = [_imported(m, Path(out), log) if m.suffix.lower() == ".onnx" else m for m in model_paths]
+    try:
+        from .boards import load_board
+
+        target = load_board(board, root)
+    except BoardError as e:
+        raise BuildError(str(e)) from None
+    if target.bare_metal:
+        return _build_firmware(target, model_paths, ops=ops, toolchain=toolchain, out=Path(out),
+                               jobs=jobs or os.cpu_count() or 1, log=log, kernels=kernels)
     op_list = _op_list(model_paths, ops)
     samples = sample_files(data)
     try:
@@ -435,6 +444,37 @@ def _signing_key(key: str | os.PathLike[str]) -> Any:
     if len(raw) != 32:
         raise BuildError(f"the signing key {str(key)!r} is neither 32 raw bytes nor 64 hex digits (an Ed25519 seed)")
     return SigningKey(raw)
+
+
+def _build_firmware(board: Any, models: Sequence[Path], *, ops: str | None, toolchain: str | None, out: Path,
+                    jobs: int, log: Callable[[str], None], kernels: str) -> BuildResult:
+    """A bare-metal board: one firmware ELF for one model (dtorch/edge/firmware.py), swapped into out/<board>."""
+    from .firmware import FirmwareError, build_firmware
+    from .resources import resource_root
+
+    if len(models) != 1:
+        raise BuildError(f"board {board.name} is a microcontroller: its firmware holds one model in flash; give "
+                         f"exactly one --model (got {len(models)})")
+    if ops is not None:
+        raise BuildError(f"board {board.name} builds a firmware for its model's own operators; --ops does not apply")
+    dist = out / board.name
+    _check_out(out, dist)
+    stage = Path(tempfile.mkdtemp(prefix=f".{dist.name}.build-{os.getpid()}-", dir=dist.parent))
+    root = resource_root()
+    log(f"board {board.name} ({board.arch}, bare metal: {board.mcu.flash_kb} KiB flash, {board.mcu.ram_kb} KiB RAM), "
+        f"firmware for {models[0].name}")
+    try:
+        manifest = build_firmware(board, models[0], stage, toolchain=toolchain, jobs=jobs, log=log, kernels=kernels,
+                                  run_scons=lambda args: _scons(root, args, jobs=jobs))
+        _swap_in(stage, dist)
+    except FirmwareError as e:
+        raise BuildError(str(e)) from None
+    finally:
+        shutil.rmtree(stage, ignore_errors=True)
+    log(f"built: {dist / 'firmware.elf'}")
+    sizes = manifest["sizes"]
+    return BuildResult(board=board.name, toolchain=manifest["toolchain"], dist=dist, binary_bytes=sizes["flash"],
+                       full_bytes=None, up_to_date=False, verified=[], manifest=manifest)
 
 
 def _check_out(out: Path, dist: Path) -> None:

@@ -25,7 +25,7 @@ from pathlib import Path
 from .boards import Board, load_board
 from .kernel_sets import host_arch
 from .oplist import OpList, OpListError, kernel_catalog
-from .sources import RUNTIME, load_sources
+from .sources import BARE_METAL, RUNTIME, load_sources
 from .toolchains import BuildFlags, Found, Toolchain, select_toolchain
 
 __all__ = ["BuildPlan", "PlanError", "make_plan", "LANGUAGE_FLAGS", "LINK_LANGUAGE_FLAGS", "CORE_FLAGS"]
@@ -219,10 +219,10 @@ def make_plan(board: str | Board, *, toolchain: str | None = None, ops: OpList |
                        build_info=b"dtorch_build_info.h" in p.read_bytes())
                 for p in groups.paths(group) if not pruned or p in kernel_files]
 
-    for group in (*RUNTIME, *_APP_GROUPS, *extra):
+    for group in BARE_METAL if b.bare_metal else (*RUNTIME, *_APP_GROUPS, *extra):
         sources += group_sources(group)
     if b.name == "host" or b.emulator.kind == "qemu-user":
-        agent = [s for s in sources if s.rel.startswith(("core/", "kernels/"))]
+        agent = [s for s in sources if s.rel.startswith(("core/", "hosted/", "kernels/"))]
         for group in (*_AGENT_GROUPS, *extra):
             agent += group_sources(group)
     scripts = _LIBCXX_LINK_SCRIPTS if libcxx else ()

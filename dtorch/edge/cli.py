@@ -376,6 +376,11 @@ def build(board: str, models: tuple[Path, ...], ops_spec: str | None, toolchain:
     if json_out:
         click.echo(json.dumps(res.to_json(), indent=2))
         return
+    if res.manifest.get("kind") == "firmware":
+        sz = res.manifest["sizes"]
+        click.echo(f"firmware: {res.dist}/firmware.elf, flash {sz['flash'] / 1024:.1f} KiB (runtime "
+                   f"{sz['runtime_flash'] / 1024:.1f} KiB), RAM {sz['ram'] / 1024:.1f} KiB; manifest.json, size_report.md")
+        return
     full = f" (full runtime {res.full_bytes / 1024:.0f} KiB: {res.full_bytes / res.binary_bytes:.1f}x larger)" \
         if res.full_bytes else ""
     click.echo(f"bundle: {res.dist}/ dtorch-run {res.binary_bytes / 1024:.0f} KiB{full}; manifest.json, "

@@ -1,8 +1,8 @@
 """`dtorch-edge doctor`: what the edge SDK finds on this machine, what is missing and the command that installs it.
 
 Every toolchain family for every architecture it targets, then the tools the build and the emulators need
-(qemu-aarch64, qemu-arm, qemu-riscv64 and their static builds, a C compiler for the QEMU plugin, a Docker engine
-that answers, SCons).
+(qemu-aarch64, qemu-arm, qemu-riscv64, qemu-hexagon and their static builds, qemu-system-arm, a C compiler for the
+QEMU plugin, a Docker engine that answers, SCons).
 """
 
 from __future__ import annotations
@@ -65,6 +65,10 @@ def check_tools(env: Mapping[str, str] | None = None) -> list[ToolCheck]:
         path = which(q + "-static", env)
         out.append(ToolCheck(q + "-static", path is not None, path, None, apt_install_command("qemu-user-static"),
                              "the docker runner's emulator (static, in a FROM scratch image)"))
+    path = which("qemu-system-arm", env)
+    version = probe_version([path, "--version"]) if path else None
+    out.append(ToolCheck("qemu-system-arm", path is not None and version is not None, path, version,
+                         apt_install_command("qemu-system-arm"), "runs the microcontroller boards' firmware (MPS2/MPS3)"))
     cc = which("cc", env) or which("gcc", env)
     out.append(ToolCheck("cc", cc is not None, cc, None, apt_install_command("gcc"),
                          "builds the instruction-count QEMU plugin"))

@@ -18,10 +18,13 @@ from pathlib import Path
 
 from .kernel_sets import KernelSet, kernel_sets
 
-__all__ = ["RUNTIME", "SourceGroups", "SourcesError", "load_sources"]
+__all__ = ["BARE_METAL", "RUNTIME", "SourceGroups", "SourcesError", "load_sources"]
 
-#: The groups every runtime build links, in link order (the ISA sets, where a build has them, come after).
-RUNTIME = ("core", "common", "portable")
+#: The groups every hosted runtime build (Linux host and boards) links, in link order (the ISA sets, where a build
+#: has them, come after).
+RUNTIME = ("core", "hosted", "common", "portable")
+#: ... and every bare-metal firmware (dtorch/edge/firmware.py): the heapless core and its bare-metal platform layer.
+BARE_METAL = ("core", "baremetal", "common", "portable")
 
 DESCRIPTION = "sources.json"
 
@@ -63,7 +66,7 @@ class SourceGroups:
         return out
 
     def files(self, *names: str, arch: str | None = None) -> list[str]:
-        """The same as paths relative to the runtime folder, with / separators ("core/executor.cc")."""
+        """The same as paths relative to the runtime folder, with / separators ("hosted/executor.cc")."""
         return [p.relative_to(self.runtime).as_posix() for p in self.paths(*names, arch=arch)]
 
     def owners(self) -> dict[str, list[str]]:

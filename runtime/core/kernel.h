@@ -180,7 +180,7 @@ const KernelEntry* registered_kernels();
   static const bool DTORCH_KERNEL_CONCAT(dtorch_kernel_registered_, __LINE__) =                                 \
       ::dtorch::register_kernel(&DTORCH_KERNEL_CONCAT(dtorch_kernel_entry_, __LINE__))
 
-// A small fixed-size thread pool. parallel_for splits [0, n) into contiguous chunks in a fixed way that depends
+// A small fixed-size thread pool (hosted builds; one thread elsewhere). parallel_for splits [0, n) into contiguous chunks in a fixed way that depends
 // only on n and the pool size, and the threads (the caller included) claim chunks dynamically, each thread those of
 // its own contiguous share first (thread 0, the caller, the first share), so kernels that split consecutive nodes
 // alike mostly read what their own core wrote; each index is processed exactly once, by any thread. Kernels must
@@ -188,6 +188,9 @@ const KernelEntry* registered_kernels();
 // per-thread state keyed by the chunk).
 class ThreadPool {
  public:
+  // The caller's thread alone: no threads, nothing allocated (what the heapless engine runs kernels on). Defined
+  // with the rest of the pool by the platform layer: hosted/threadpool.cc, or a bare-metal build's serial pool.
+  ThreadPool();
   explicit ThreadPool(int num_threads);
   ~ThreadPool();
   int size() const;

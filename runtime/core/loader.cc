@@ -143,7 +143,7 @@ Status read_shape(const flatbuffers::Vector<int64_t>* dims, const char* what, Sh
   out->ndim = 0;
   if (dims == nullptr) return Status::Ok();
   if (dims->size() > static_cast<flatbuffers::uoffset_t>(kMaxDims))
-    return invalid("%s has rank %u (at most %d supported)", what, dims->size(), kMaxDims);
+    return invalid("%s has rank %u (at most %d supported)", what, static_cast<unsigned>(dims->size()), kMaxDims);
   out->ndim = static_cast<int32_t>(dims->size());
   for (flatbuffers::uoffset_t i = 0; i < dims->size(); ++i) {
     out->dims[i] = dims->Get(i);
@@ -221,12 +221,12 @@ Status verify_model(const uint8_t* data, size_t size, const dtm::Model** out) {
     return error_status(StatusCode::kVersionMismatch,
                         "the model file has format version %u (written by %s), newer than this runtime's format "
                         "version %u (dtorch runtime %s); update the runtime or export with an older dtorch",
-                        fv, producer, kFormatVersion, kRuntimeVersion);
+                        static_cast<unsigned>(fv), producer, kFormatVersion, kRuntimeVersion);
   if (minv > kFormatVersion)
     return error_status(StatusCode::kVersionMismatch,
                         "the model file needs runtime version >= %u (written by %s), but this runtime is version %u "
                         "(dtorch runtime %s); update the runtime",
-                        minv, producer, kFormatVersion, kRuntimeVersion);
+                        static_cast<unsigned>(minv), producer, kFormatVersion, kRuntimeVersion);
 
   if (!all_strings_utf8(model)) return invalid("a name or string in the file is not valid UTF-8");
   const size_t nt = model->tensors() ? model->tensors()->size() : 0;
@@ -319,9 +319,10 @@ Status load_model(const uint8_t* data, size_t size, void* tables, size_t tables_
       const dtm::Segment* s = segs->Get(i);
       uint64_t end = 0;
       if (s->offset() % 64 != 0)
-        return invalid("segment %u starts at offset %llu, not a multiple of 64", i, static_cast<ull>(s->offset()));
+        return invalid("segment %u starts at offset %llu, not a multiple of 64", static_cast<unsigned>(i),
+                       static_cast<ull>(s->offset()));
       if (__builtin_add_overflow(s->offset(), s->size(), &end) || end > size)
-        return invalid("segment %u [%llu, +%llu) lies outside the file (%zu bytes; truncated?)", i,
+        return invalid("segment %u [%llu, +%llu) lies outside the file (%zu bytes; truncated?)", static_cast<unsigned>(i),
                        static_cast<ull>(s->offset()), static_cast<ull>(s->size()), size);
     }
   }
@@ -346,7 +347,8 @@ Status load_model(const uint8_t* data, size_t size, void* tables, size_t tables_
       return invalid("%s has unknown kind %d", label.c_str(), kind);
     const auto* shape = ft->shape();
     if (shape != nullptr && shape->size() > static_cast<flatbuffers::uoffset_t>(kMaxDims))
-      return invalid("%s has rank %u (at most %d supported)", label.c_str(), shape->size(), kMaxDims);
+      return invalid("%s has rank %u (at most %d supported)", label.c_str(), static_cast<unsigned>(shape->size()),
+                     kMaxDims);
     ti.file_shape.ndim = shape ? static_cast<int32_t>(shape->size()) : 0;
     for (int d = 0; d < ti.file_shape.ndim; ++d) {
       const int64_t v = shape->Get(static_cast<flatbuffers::uoffset_t>(d))->size();
@@ -378,7 +380,7 @@ Status load_model(const uint8_t* data, size_t size, void* tables, size_t tables_
   if (m.outputs.empty()) return invalid("the model has no outputs");
   for (size_t i = 0; i < m.inputs.size(); ++i) {
     const int32_t t = m.inputs[i];
-    if (t < 0 || static_cast<size_t>(t) >= nt) return invalid("model input %zu refers to tensor %d of %zu", i, t, nt);
+    if (t < 0 || static_cast<size_t>(t) >= nt) return invalid("model input %zu refers to tensor %d of %zu", i, static_cast<int>(t), nt);
     if (m.tensors[t].role != TensorRole::kIntermediate || defined[t])
       return invalid("model input %zu (%s) is listed twice or is a constant", i, tensor_label(m, t).c_str());
     m.tensors[t].role = TensorRole::kInput;
@@ -386,7 +388,7 @@ Status load_model(const uint8_t* data, size_t size, void* tables, size_t tables_
   }
   for (size_t i = 0; i < m.outputs.size(); ++i) {
     const int32_t t = m.outputs[i];
-    if (t < 0 || static_cast<size_t>(t) >= nt) return invalid("model output %zu refers to tensor %d of %zu", i, t, nt);
+    if (t < 0 || static_cast<size_t>(t) >= nt) return invalid("model output %zu refers to tensor %d of %zu", i, static_cast<int>(t), nt);
     if (is_output[t]) return invalid("model output %zu (%s) is listed twice", i, tensor_label(m, t).c_str());
     is_output[t] = 1;
     if (m.tensors[t].role == TensorRole::kIntermediate) m.tensors[t].role = TensorRole::kOutput;
@@ -419,7 +421,7 @@ Status load_model(const uint8_t* data, size_t size, void* tables, size_t tables_
       const int32_t t = n.inputs[k];
       if (t == -1) continue;
       if (t < 0 || static_cast<size_t>(t) >= nt)
-        return invalid("%s input %zu refers to tensor %d of %zu", node_label(n, ni).c_str(), k, t, nt);
+        return invalid("%s input %zu refers to tensor %d of %zu", node_label(n, ni).c_str(), k, static_cast<int>(t), nt);
       if (!defined[t])
         return invalid("%s reads %s before any node produces it (nodes must be in topological order)",
                        node_label(n, ni).c_str(), tensor_label(m, t).c_str());
@@ -429,7 +431,7 @@ Status load_model(const uint8_t* data, size_t size, void* tables, size_t tables_
     for (size_t k = 0; k < n.outputs.size(); ++k) {
       const int32_t t = n.outputs[k];
       if (t < 0 || static_cast<size_t>(t) >= nt)
-        return invalid("%s output %zu refers to tensor %d of %zu", node_label(n, ni).c_str(), k, t, nt);
+        return invalid("%s output %zu refers to tensor %d of %zu", node_label(n, ni).c_str(), k, static_cast<int>(t), nt);
       if (defined[t])
         return invalid("%s writes %s, which is a model input, a constant or already produced by an earlier node",
                        node_label(n, ni).c_str(), tensor_label(m, t).c_str());
@@ -476,7 +478,7 @@ Status load_model(const uint8_t* data, size_t size, void* tables, size_t tables_
   if (model->plan() != nullptr && model->plan()->offsets() != nullptr && model->plan()->offsets()->size() > 0) {
     const auto* offs = model->plan()->offsets();
     if (offs->size() != nt)
-      return invalid("the memory plan has %u offsets for %zu tensors", offs->size(), nt);
+      return invalid("the memory plan has %u offsets for %zu tensors", static_cast<unsigned>(offs->size()), nt);
     if (m.example_input_shapes.size() != m.inputs.size())
       return invalid("the file has a memory plan but no example input shapes to check it at");
     m.plan_offsets = span_of(offs);

@@ -65,7 +65,7 @@ Status check_length(const OpSchema& s, const AttrSpec& a, uint32_t n) {
     const Text want = a.min_len == a.max_len ? text("%d", a.min_len)
                                              : text("%d to %s", a.min_len,
                                                     a.max_len < 0 ? "any" : text("%d", a.max_len).c_str());
-    return bad(s, a.name, text("has %u values, expected %s", n, want.c_str()).c_str());
+    return bad(s, a.name, text("has %u values, expected %s", static_cast<unsigned>(n), want.c_str()).c_str());
   }
   return Status::Ok();
 }

@@ -5,11 +5,10 @@
 // the kernels actually built (a pruned board build carries a handful). Each (op, dtype) may have one kernel per
 // kernel set, at distinct priorities; find_kernel picks the highest. Registering the same (op, dtype) twice at one
 // priority or in one set, or one entry twice, is a build bug: the process stops at start-up with a message.
-#include <cstdio>
-#include <cstdlib>
 #include <cstring>
 
 #include "core/kernel.h"
+#include "core/platform.h"
 
 namespace dtorch {
 namespace {
@@ -20,8 +19,9 @@ const KernelEntry* g_first = nullptr;
 KernelEntry* g_last = nullptr;
 
 [[noreturn]] void registration_bug(const char* fmt, const KernelDef& def) {
-  print_to(stderr, fmt, def.op != nullptr ? def.op : "(null)", dtype_name(def.dtype));
-  std::abort();
+  Text msg;
+  format(msg.buf, Text::kBytes, fmt, def.op != nullptr ? def.op : "(null)", dtype_name(def.dtype));
+  platform_fatal(msg.c_str());
 }
 
 }  // namespace
@@ -45,11 +45,9 @@ bool register_kernel(KernelEntry* entry) {
     const KernelDef& o = e->def;
     if (o.dtype != def.dtype || std::strcmp(o.op, def.op) != 0) continue;
     if (o.priority == def.priority || std::strcmp(o.kernel_set, def.kernel_set) == 0) {
-      print_to(stderr,
-                   "dtorch: kernel '%s' (%s) is registered twice at priority %d (sets '%s' and '%s'); each (op, "
-                   "dtype) needs exactly one kernel per kernel set, at distinct priorities\n",
-                   def.op, dtype_name(def.dtype), def.priority, o.kernel_set, def.kernel_set);
-      std::abort();
+      platform_fatal(text("dtorch: kernel '%s' (%s) is registered twice at priority %d (sets '%s' and '%s'); each (op, "
+                          "dtype) needs exactly one kernel per kernel set, at distinct priorities\n",
+                          def.op, dtype_name(def.dtype), def.priority, o.kernel_set, def.kernel_set).c_str());
     }
   }
   entry->next = nullptr;

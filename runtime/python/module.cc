@@ -17,13 +17,15 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <new>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
 #include "core/kernel.h"
-#include "core/planner.h"
+#include "core/exec.h"
+#include "hosted/planner.h"
 #include "dtm_generated.h"
 #include "dtorch/runtime.h"
 
@@ -256,6 +258,25 @@ void to_blocked(const TensorView& t, const float* src, float* dst, bool inverse)
         else
           dst[blocked] = src[plain];
       }
+}
+
+// The arena the C API's engine needs for a model (core/exec.h: engine_arena_bytes), with the kernels of `kernels`.
+size_t engine_arena(py::bytes model, const std::string& kernels) {
+  KernelPolicy policy = KernelPolicy::kFast;
+  if (!parse_kernel_policy(kernels.c_str(), &policy))
+    throw_status(Status(StatusCode::kInvalidArgument,
+                        "kernels must be 'fast', 'exact' or 'portable', got '" + kernels + "'"));
+  const std::string data = model;  // a 64-byte aligned copy: the engine uses weights in place
+  void* copy = ::operator new(data.size() + 64, std::align_val_t(64));
+  std::memcpy(copy, data.data(), data.size());
+  size_t needed = 0;
+  const Status st = engine_arena_bytes(
+      static_cast<const uint8_t*>(copy), data.size(), policy,
+      [](size_t n) { return ::operator new((n + 63) / 64 * 64, std::align_val_t(64), std::nothrow); },
+      [](void* p) { ::operator delete(p, std::align_val_t(64)); }, &needed);
+  ::operator delete(copy, std::align_val_t(64));
+  if (!st.ok()) throw_status(st);
+  return needed;
 }
 
 py::list run_kernel(const std::string& op, const py::dict& attrs, const py::list& inputs, int threads,
@@ -624,10 +645,12 @@ PYBIND11_MODULE(_C, m) {
         "'x86', 'avx512') runs that set's. blocked_inputs / blocked_outputs: indices the kernel gets in the "
         "blocked layout (NCHW16c; the arrays stay NCHW, converted around the run), refused unless it offers them.");
   m.def("plan_arena", &plan_arena_py, py::arg("nodes"), py::arg("tensors"),
-        "The runtime's arena planner (core/planner.h), the one the exporter writes into .dtm files. nodes: "
+        "The runtime's arena planner (hosted/planner.h), the one the exporter writes into .dtm files. nodes: "
         "(inplace rule 'none'|'always'|'same_shape', input tensor indices (-1 absent), output tensor indices, "
         "scratch bytes); tensors: (planned, bytes, numpy dtype name, shape). Returns (offsets per tensor with -1 "
         "outside the arena, scratch offsets per node with -1 for none, arena_size).");
+  m.def("engine_arena_bytes", &engine_arena, py::arg("model"), py::arg("kernels") = "fast",
+        "The arena bytes the C API (dtorch/dtorch.h) needs to load and run the model with those kernels.");
   m.def("registered_kernels", &list_kernels, "All (op, dtype) pairs this build has kernels for, sorted.");
   m.def("registered_kernel_sets", &list_kernel_sets,
         "Every registered kernel as (op, dtype, kernel_set, priority), sorted; sets the CPU lacks are absent.");

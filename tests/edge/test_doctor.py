@@ -38,6 +38,7 @@ def test_boards_json():
     assert set(rk["toolchains_found"]) == {"gcc-cross", "zig"}
     assert all(isinstance(v, bool) for v in rk["toolchains_found"].values())
     assert rk["emulator"] == {"kind": "qemu-user", "binary": "qemu-aarch64", "cpu": "cortex-a76", "stand_in": False,
+                              "machine": None,
                               "note": ""}
     assert rk["cpu"][0]["peak_gflops_per_core"] == 38.4 and rk["mem_bandwidth_gbs"] == 33.8
     assert rk["accelerators"][0]["tops"] == 6.0

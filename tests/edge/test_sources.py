@@ -137,5 +137,5 @@ def test_bad_descriptions_are_named(tmp_path, groups, match):
 
 
 def test_unknown_group_lists_the_groups():
-    with pytest.raises(SourcesError, match=r"no source group 'kernel'; the groups are core, common, portable"):
+    with pytest.raises(SourcesError, match=r"no source group 'kernel'; the groups are core, hosted, baremetal, common, portable"):
         SOURCES.files("kernel")

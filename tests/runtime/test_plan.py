@@ -1,4 +1,4 @@
-"""Memory is planned once, by the runtime's planner (runtime/core/planner.h): the exporter writes its plan into the
+"""Memory is planned once, by the runtime's planner (runtime/hosted/planner.h): the exporter writes its plan into the
 file through the binding, the session checks the file's plan at load and runs on it at the example shapes, and
 re-plans with the same planner for other dynamic sizes. Lying plans are refused (hostile_catalogue.plan_cases)."""
 

@@ -21,7 +21,7 @@ const char* dtype_name(DType t);  // "float32", ... ("bool" for kBool)
 constexpr int kMaxDims = 8;
 
 struct Shape {
-  int32_t ndim = 0;
+  int ndim = 0;  // int, not int32_t: one printf conversion (%d) on every target
   int64_t dims[kMaxDims] = {};
 
   // The element count, or -1 when a dimension is negative or the product overflows int64. The runtime

@@ -211,7 +211,7 @@ Status scratch_for(const Params& p, size_t* bytes) {
   size_t total = 0;
   for (int d = 0; d < p.rank; ++d) {
     size_t b = 0;
-    if (!table_bytes(p, d, &b) || b > (size_t{1} << 40) || total + b < total)
+    if (!table_bytes(p, d, &b) || static_cast<uint64_t>(b) > (uint64_t{1} << 40) || total + b < total)
       return op_error(StatusCode::kInvalidArgument, kOp, "dimension %d: the tap table (%lld x %lld) is too large", d,
                       static_cast<long long>(p.out[d]), static_cast<long long>(p.taps[d]));
     total += b;

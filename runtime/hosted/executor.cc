@@ -27,9 +27,10 @@
 #include <cstdio>
 #endif
 
-#include "core/lock.h"
+#include "core/exec.h"
+#include "hosted/lock.h"
 #include "core/model.h"
-#include "core/planner.h"
+#include "hosted/planner.h"
 #include "dtm_generated.h"
 #include "dtorch/runtime.h"
 
@@ -65,59 +66,7 @@ struct AlignedBlock {
   }
 };
 
-// Whether a shape is within a byte cap: rank in [0, kMaxDims], every dimension >= 0, and its size in bytes,
-// counting an empty (0) dimension as 1, at most `cap`. Counting empty dimensions as 1 keeps every dimension
-// and every product of dimensions of a checked shape small, so kernels can do shape arithmetic freely.
-bool shape_within(const Shape& s, DType dt, uint64_t cap) {
-  if (s.ndim < 0 || s.ndim > kMaxDims) return false;
-  uint64_t bytes = dtype_size(dt);
-  for (int d = 0; d < s.ndim; ++d) {
-    if (s.dims[d] < 0) return false;
-    const uint64_t dim = s.dims[d] == 0 ? 1 : static_cast<uint64_t>(s.dims[d]);
-    if (__builtin_mul_overflow(bytes, dim, &bytes) || bytes > cap) return false;
-  }
-  return bytes <= cap;
-}
-
-Text node_label(const NodeInfo& n) {
-  return text("node '%s' (%s)", n.name[0] == '\0' ? n.op : n.name, n.op);
-}
-
-// "<node label>: <message>" with the status's code.
-Status at_node(const NodeInfo& n, const Status& st) {
-  return error_status(st.code(), "%s: %s", node_label(n).c_str(), st.message());
-}
-
 using ull = unsigned long long;
-
-// A model input's shape is within the one-tensor cap (SessionOptions::max_tensor_bytes).
-Status check_input_size(const std::string& name, const Shape& s, DType dt, uint64_t cap) {
-  if (shape_within(s, dt, cap)) return Status::Ok();
-  return error_status(StatusCode::kInvalidArgument,
-                      "input '%s' has shape %s, larger than the %llu-byte limit on one tensor "
-                      "(SessionOptions::max_tensor_bytes)",
-                      name.c_str(), shape_str(s).c_str(), static_cast<ull>(cap));
-}
-
-// What the kernel inferred for a tensor agrees with the shape the file declares for it: the same rank, and the
-// same size in every dimension the file gives as fixed (-1: dynamic, any size).
-Status check_declared_shape(const NodeInfo& n, const TensorInfo& ti, const Shape& s) {
-  bool ok = ti.file_shape.ndim == s.ndim;
-  for (int d = 0; ok && d < s.ndim; ++d) ok = ti.file_shape.dims[d] < 0 || ti.file_shape.dims[d] == s.dims[d];
-  if (ok) return Status::Ok();
-  Text declared = text("[");
-  for (int d = 0; d < ti.file_shape.ndim; ++d) {
-    if (ti.file_shape.dims[d] < 0)
-      append(&declared, d ? ", ?" : "?");
-    else
-      append(&declared, d ? ", %lld" : "%lld", static_cast<long long>(ti.file_shape.dims[d]));
-  }
-  append(&declared, "]");
-  return error_status(StatusCode::kInvalidModel,
-                      "invalid model file: %s computes tensor '%s' with shape %s, but the file declares %s; re-export "
-                      "the model with dtorch",
-                      node_label(n).c_str(), ti.name, shape_str(s).c_str(), declared.c_str());
-}
 
 }  // namespace
 
@@ -132,6 +81,7 @@ struct ExecState {
   size_t arena_size = 0;
   std::vector<AlignedBlock> out_blocks;        // per model output
   std::vector<TensorView> node_in, node_out;   // per-node argument arrays (sized once)
+  std::vector<Shape> out_shapes;               // a node's inferred output shapes (sized once)
   std::vector<uint64_t> blocked_in, blocked_out;  // per node: KernelContext::blocked_inputs / blocked_outputs
   uint64_t blocked_count = 0;                     // tensors blocked
 };
@@ -241,7 +191,7 @@ Status Session::Impl::check_inputs(const TensorView* in, size_t n) const {
         return error_status(StatusCode::kInvalidArgument, "input '%s' dimension %zu (dynamic '%s') must be >= 1, got %lld",
                             io.name.c_str(), d, io.dim_names[d].c_str(), static_cast<long long>(got));
     }
-    DTORCH_RETURN_IF_ERROR(check_input_size(io.name, v.shape, v.dtype, max_tensor_bytes));
+    DTORCH_RETURN_IF_ERROR(check_input_size(io.name.c_str(), v.shape, v.dtype, max_tensor_bytes));
     if (v.data == nullptr && v.shape.numel() > 0)
       return error_status(StatusCode::kInvalidArgument, "input '%s' has no data (null pointer)", io.name.c_str());
   }
@@ -346,19 +296,7 @@ Status Session::Impl::infer_shapes(ExecState& s, const Shape* in) const {
   std::vector<TensorView>& views = s.views;
   const size_t nt = m.tensors.size(), nn = m.nodes.size();
   views.assign(nt, TensorView());
-  for (size_t t = 0; t < nt; ++t) {
-    views[t].dtype = m.tensors[t].dtype;
-    if (m.tensors[t].role == TensorRole::kConstant) {
-      views[t].shape = m.tensors[t].file_shape;
-      views[t].data = const_cast<uint8_t*>(m.tensors[t].data);
-      if (!shape_within(views[t].shape, views[t].dtype, max_tensor_bytes))
-        return error_status(StatusCode::kInvalidModel,
-                            "constant '%s' has shape %s, larger than the %llu-byte limit on one tensor "
-                            "(SessionOptions::max_tensor_bytes)",
-                            m.tensors[t].name, shape_str(views[t].shape).c_str(),
-                            static_cast<ull>(max_tensor_bytes));
-    }
-  }
+  DTORCH_RETURN_IF_ERROR(init_views(m, views.data(), max_tensor_bytes));
   for (size_t i = 0; i < m.inputs.size(); ++i) {
     const TensorInfo& ti = m.tensors[m.inputs[i]];
     DTORCH_RETURN_IF_ERROR(check_input_size(ti.name, in[i], ti.dtype, max_tensor_bytes));
@@ -367,38 +305,12 @@ Status Session::Impl::infer_shapes(ExecState& s, const Shape* in) const {
 
   s.scratch_bytes.assign(nn, 0);
   s.scratch_offset.assign(nn, 0);
-  std::vector<TensorView>& node_in = s.node_in;
-  node_in.assign(static_cast<size_t>(std::max(1, m.max_node_inputs)), TensorView());
+  s.node_in.assign(static_cast<size_t>(std::max(1, m.max_node_inputs)), TensorView());
   s.node_out.assign(static_cast<size_t>(std::max(1, m.max_node_outputs)), TensorView());
-  for (size_t i = 0; i < nn; ++i) {
-    const NodeInfo& n = m.nodes[i];
-    for (size_t k = 0; k < n.inputs.size(); ++k) node_in[k] = n.inputs[k] < 0 ? TensorView() : views[n.inputs[k]];
-    Shape out_shapes[kMaxNodeArity];
-    size_t scratch = 0;
-    Status st = n.kernel->infer(n.attrs, node_in.data(), static_cast<int>(n.inputs.size()), out_shapes,
-                                static_cast<int>(n.outputs.size()), &scratch);
-    if (!st.ok()) return at_node(n, st);
-    for (size_t k = 0; k < n.outputs.size(); ++k) {
-      const Shape& sh = out_shapes[k];
-      bool ok = sh.ndim >= 0 && sh.ndim <= kMaxDims;
-      for (int d = 0; ok && d < sh.ndim; ++d) ok = sh.dims[d] >= 0;
-      if (!ok) return error_status(StatusCode::kInternal, "%s: the kernel inferred an invalid shape", node_label(n).c_str());
-      if (!shape_within(sh, m.tensors[n.outputs[k]].dtype, max_tensor_bytes))
-        return error_status(StatusCode::kInvalidModel,
-                            "%s (node %zu) output %zu has shape %s, larger than the %llu-byte limit on one tensor "
-                            "(SessionOptions::max_tensor_bytes); check the model's attributes and the input shapes",
-                            node_label(n).c_str(), i, k, shape_str(sh).c_str(), static_cast<ull>(max_tensor_bytes));
-      const TensorInfo& ti = m.tensors[n.outputs[k]];
-      DTORCH_RETURN_IF_ERROR(check_declared_shape(n, ti, sh));
-      views[n.outputs[k]].shape = sh;
-    }
-    if (scratch > max_arena_bytes)
-      return error_status(StatusCode::kInvalidModel,
-                          "%s (node %zu) needs %zu bytes of scratch, more than the %llu-byte arena limit "
-                          "(SessionOptions::max_arena_bytes)",
-                          node_label(n).c_str(), i, scratch, static_cast<ull>(max_arena_bytes));
-    s.scratch_bytes[i] = scratch;
-  }
+  s.out_shapes.assign(static_cast<size_t>(std::max(1, m.max_node_outputs)), Shape());
+  for (size_t i = 0; i < nn; ++i)
+    DTORCH_RETURN_IF_ERROR(infer_node(m, i, views.data(), s.node_in.data(), s.out_shapes.data(), max_tensor_bytes,
+                                      max_arena_bytes, &s.scratch_bytes[i]));
   return Status::Ok();
 }
 
@@ -538,21 +450,11 @@ void Session::Impl::describe() {
 Status Session::Impl::prepare_kernels() {
   prepared = std::vector<AlignedBlock>(m.nodes.size());
   prepared_bytes.assign(m.nodes.size(), 0);
-  std::vector<TensorView> args;
+  std::vector<TensorView> args(static_cast<size_t>(std::max(1, m.max_node_inputs)));
   for (size_t i = 0; i < m.nodes.size(); ++i) {
     const NodeInfo& n = m.nodes[i];
-    if (n.kernel->prepare == nullptr) continue;
-    args.assign(n.inputs.size(), TensorView());
-    for (size_t k = 0; k < n.inputs.size(); ++k) {
-      const int32_t t = n.inputs[k];
-      if (t < 0 || m.tensors[t].role != TensorRole::kConstant) continue;
-      args[k].dtype = m.tensors[t].dtype;
-      args[k].shape = m.tensors[t].file_shape;
-      args[k].data = const_cast<uint8_t*>(m.tensors[t].data);
-    }
     size_t bytes = 0;
-    Status st = n.kernel->prepare(n.attrs, args.data(), static_cast<int>(args.size()), nullptr, &bytes);
-    if (!st.ok()) return at_node(n, st);
+    DTORCH_RETURN_IF_ERROR(prepare_node(m, i, args.data(), nullptr, &bytes));
     if (bytes == 0) continue;
     if (bytes > max_tensor_bytes)
       return error_status(StatusCode::kInvalidArgument,
@@ -562,8 +464,7 @@ Status Session::Impl::prepare_kernels() {
     if (!prepared[i].allocate(bytes))
       return error_status(StatusCode::kInvalidArgument, "%s: cannot allocate %zu bytes for prepared weights",
                           node_label(n).c_str(), bytes);
-    st = n.kernel->prepare(n.attrs, args.data(), static_cast<int>(args.size()), prepared[i].p, &bytes);
-    if (!st.ok()) return at_node(n, st);
+    DTORCH_RETURN_IF_ERROR(prepare_node(m, i, args.data(), prepared[i].p, &bytes));
     prepared_bytes[i] = bytes;
   }
   return Status::Ok();
@@ -577,8 +478,6 @@ Status Session::Impl::execute(ExecState& s, const TensorView* in, double* node_s
   uint8_t* base = static_cast<uint8_t*>(s.arena.p);
   for (size_t i = 0; i < m.nodes.size(); ++i) {
     const NodeInfo& n = m.nodes[i];
-    for (size_t k = 0; k < n.inputs.size(); ++k) node_in[k] = n.inputs[k] < 0 ? TensorView() : views[n.inputs[k]];
-    for (size_t k = 0; k < n.outputs.size(); ++k) node_out[k] = views[n.outputs[k]];
     KernelContext ctx;
     ctx.attrs = &n.attrs;
     ctx.pool = pool;
@@ -589,9 +488,7 @@ Status Session::Impl::execute(ExecState& s, const TensorView* in, double* node_s
     ctx.blocked_inputs = s.blocked_in[i];
     ctx.blocked_outputs = s.blocked_out[i];
     const double t0 = node_seconds != nullptr ? monotonic_seconds() : 0.0;
-    Status st = n.kernel->run(ctx, node_in.data(), static_cast<int>(n.inputs.size()), node_out.data(),
-                              static_cast<int>(n.outputs.size()));
-    if (!st.ok()) return at_node(n, st);
+    DTORCH_RETURN_IF_ERROR(run_node(m, i, views.data(), node_in.data(), node_out.data(), ctx));
     if (node_seconds != nullptr)
       node_seconds[i] = monotonic_seconds() - t0;
   }

@@ -11,7 +11,7 @@
 // never reduced across parts), so the bits do not depend on the thread count or on who ran what. A parallel_for
 // issued from inside a worker (nested) runs inline. Nothing is allocated after construction.
 //
-// The threads, lock and condition variables are POSIX threads, not std::thread / std::mutex (core/lock.h says
+// The threads, lock and condition variables are POSIX threads, not std::thread / std::mutex (hosted/lock.h says
 // why). A worker that cannot be created leaves the pool smaller (size() reports it); its parts are run by the others.
 //
 // Callers: the pool runs one parallel_for at a time. A Session's Runs on several threads share its pool, so a
@@ -38,7 +38,7 @@
 #include <memory>
 
 #include "core/kernel.h"
-#include "core/lock.h"
+#include "hosted/lock.h"
 
 namespace dtorch {
 
@@ -195,6 +195,8 @@ struct ThreadPool::Impl {
   }
 };
 
+ThreadPool::ThreadPool() : impl_(nullptr) {}
+
 ThreadPool::ThreadPool(int num_threads) : impl_(new Impl) {
   const int want = std::min(std::max(1, num_threads), kMaxThreads);
 #if defined(__linux__)
@@ -207,6 +209,7 @@ ThreadPool::ThreadPool(int num_threads) : impl_(new Impl) {
 }
 
 ThreadPool::~ThreadPool() {
+  if (impl_ == nullptr) return;
   {
     Lock lock(&impl_->mu);
     impl_->stop.store(true, std::memory_order_relaxed);
@@ -216,10 +219,14 @@ ThreadPool::~ThreadPool() {
   delete impl_;
 }
 
-int ThreadPool::size() const { return impl_->size; }
+int ThreadPool::size() const { return impl_ != nullptr ? impl_->size : 1; }
 
 void ThreadPool::parallel_for(int64_t n, void (*fn)(void* arg, int64_t begin, int64_t end), void* arg) {
   if (n <= 0) return;
+  if (impl_ == nullptr) {
+    fn(arg, 0, n);
+    return;
+  }
   if (impl_->size == 1 || t_in_pool_worker || pthread_mutex_trylock(&impl_->caller_mu) != 0) {
     fn(arg, 0, n);
     return;

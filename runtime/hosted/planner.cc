@@ -1,5 +1,5 @@
 // The arena planner and its checks (see planner.h).
-#include "core/planner.h"
+#include "hosted/planner.h"
 
 #include <algorithm>
 #include <cstdint>
