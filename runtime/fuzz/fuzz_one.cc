@@ -1,15 +1,71 @@
 // fuzz_one: load the bytes as a model and, if they load, run it once on zero-filled inputs.
 #include "fuzz/fuzz_one.h"
 
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <vector>
 
+#include "dtorch/dtorch.h"
 #include "dtorch/runtime.h"
 
 namespace dtorch {
 namespace fuzz {
 namespace {
 volatile size_t g_sink;  // keeps the reads of loaded data and outputs from being optimized away
+
+struct Freed {
+  void operator()(void* p) const { std::free(p); }
+};
+using Block = std::unique_ptr<uint8_t, Freed>;
+
+Block aligned_block(size_t bytes) {
+  return Block(static_cast<uint8_t*>(std::aligned_alloc(64, (bytes + 63) / 64 * 64 + 64)));
+}
+
+// The same bytes through the C API's heapless engine (core/engine.cc): an aligned copy, the arena it asks for
+// (a NULL arena first, then at most two larger ones, each capped), and one run on zero-filled inputs.
+void fuzz_engine(const uint8_t* data, size_t size) {
+  constexpr size_t kMaxArena = size_t{64} << 20;
+  Block bytes = aligned_block(size);
+  if (!bytes) return;
+  if (size > 0) std::memcpy(bytes.get(), data, size);
+  dtorch_model* model = nullptr;
+  dtorch_error err;
+  size_t want = 0;
+  if (dtorch_model_load(bytes.get(), size, nullptr, 0, &model, &want, &err) == DTORCH_OK) return;
+  Block arena;
+  for (int round = 0; round < 3 && model == nullptr && want > 0 && want <= kMaxArena; ++round) {
+    arena = aligned_block(want);
+    if (!arena) return;
+    size_t next = 0;
+    if (dtorch_model_load(bytes.get(), size, arena.get(), want, &model, &next, &err) == DTORCH_OK) break;
+    if (next <= want) return;
+    want = next;
+  }
+  if (model == nullptr) return;
+  const size_t n_in = dtorch_num_inputs(model);
+  std::vector<std::vector<uint8_t>> inputs(n_in);
+  std::vector<const void*> ptrs(n_in);
+  uint64_t total = 0;
+  for (size_t i = 0; i < n_in; ++i) {
+    dtorch_tensor_info info;
+    if (dtorch_input_info(model, i, &info, &err) != DTORCH_OK) return;
+    total += info.bytes;
+    if (total > kMaxInputBytes) return;
+    inputs[i].assign(info.bytes, 0);
+    ptrs[i] = inputs[i].data();
+  }
+  if (dtorch_run(model, ptrs.data(), n_in, &err) != DTORCH_OK) return;
+  size_t touched = 0;
+  for (size_t k = 0; k < dtorch_num_outputs(model); ++k) {
+    dtorch_tensor_info info;
+    const uint8_t* p = static_cast<const uint8_t*>(dtorch_output(model, k));
+    if (dtorch_output_info(model, k, &info, &err) != DTORCH_OK || p == nullptr) continue;
+    for (size_t b = 0; b < info.bytes; ++b) touched += p[b];
+  }
+  g_sink = touched;
+}
 }  // namespace
 
 const char* stage_name(Stage s) {
@@ -23,6 +79,7 @@ const char* stage_name(Stage s) {
 }
 
 Outcome fuzz_one(const uint8_t* data, size_t size) {
+  fuzz_engine(data, size);
   Outcome out;
   std::unique_ptr<Session> session;
   SessionOptions options;

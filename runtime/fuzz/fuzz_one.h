@@ -1,8 +1,9 @@
 // One fuzz input through the runtime, shared by the libFuzzer target (fuzz_target.cc) and the standalone
 // mutation driver (mutate_main.cc), so both exercise exactly the same code.
 //
-// fuzz_one() treats the bytes as a .dtm file: Session::CreateFromBuffer, and if that succeeds, one Run with
-// zero-filled inputs of the model's declared shapes (dynamic dimensions = 1). Either step may fail with a
+// fuzz_one() treats the bytes as a .dtm file: first through the C API's heapless engine (dtorch_model_load into the
+// arena it asks for, and a run on zero-filled inputs), then Session::CreateFromBuffer, and if that succeeds, one Run
+// with zero-filled inputs of the model's declared shapes (dynamic dimensions = 1). The outcome is the Session's. Either step may fail with a
 // Status; a crash, an out-of-bounds access or undefined behaviour is a runtime bug that the sanitizers report.
 // Ownership: the bytes are only read during the call; nothing is kept after it returns.
 #pragma once
