@@ -70,7 +70,7 @@ def main() -> None:
         for dtype, path in models.items():
             res = build_bundle(DSP_BOARD, [path], out=work / f"dsp-{dtype}", log=quiet, progress=False,
                                compare_full=False, agent=False)
-            rep = emulate(DSP_BOARD, bundle=res.dist, model=res.dist / path.name, runner="local", runs=1,
+            rep = emulate(DSP_BOARD, bundle=res.dist, model=res.dist / "model.dtm", runner="local", runs=1,
                           bench_runs=3, log=quiet, progress=False)
             f = rep.figures
             dsp_rows.append(f"| {DSP_BOARD} | {dtype} | {'PASS' if f['parity']['pass'] else 'FAIL'} | "
