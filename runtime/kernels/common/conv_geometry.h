@@ -161,8 +161,9 @@ inline Status fma_conv_geometry(const char* op, const Attrs& attrs, const Tensor
 
 // Valid output columns [lo, hi) for kernel offset `off`: 0 <= o * stride + off < size, o < out.
 inline void conv_valid_range(int64_t off, int64_t stride, int64_t size, int64_t out, int64_t* lo, int64_t* hi) {
-  int64_t l = off >= 0 ? 0 : ceil_div(-off, stride);
-  int64_t h = (size - 1 - off) < 0 ? 0 : (size - 1 - off) / stride + 1;
+  // Stride 1 needs no division: on a 32-bit core each 64-bit one is a library call, and this runs once per tap.
+  int64_t l = off >= 0 ? 0 : stride == 1 ? -off : ceil_div(-off, stride);
+  int64_t h = (size - 1 - off) < 0 ? 0 : stride == 1 ? size - off : (size - 1 - off) / stride + 1;
   if (h > out) h = out;
   if (l > h) l = h;
   *lo = l;

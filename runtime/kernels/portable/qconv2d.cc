@@ -24,6 +24,7 @@ namespace {
 using kernels::op_error;
 constexpr const char* kOp = "qconv2d";
 constexpr int64_t kStrip = 256;
+constexpr int64_t kTapCols = 16;  // kernel widths up to this keep their columns' valid ranges in a table
 
 Status geometry(const Attrs& attrs, const TensorView* in, int n_in, kernels::ConvGeometry* g, kernels::QuantIO* io) {
   DTORCH_RETURN_IF_ERROR(kernels::check_num_inputs(kOp, n_in, 3, 4));
@@ -60,25 +61,44 @@ void output_row(const kernels::ConvGeometry& g, const kernels::QuantIO& io, cons
   for (int64_t c0 = 0; c0 < g.ow; c0 += kStrip) {
     const int64_t n = g.ow - c0 < kStrip ? g.ow - c0 : kStrip;
     for (int64_t q = 0; q < n; ++q) acc[q] = static_cast<uint32_t>(bias);
-    for (int64_t c = 0; c < g.cg; ++c) {
-      const int8_t* xc = x0 + (gi * g.cg + c) * g.h * g.w;
-      for (int64_t i = 0; i < g.kh; ++i) {
-        const int64_t ih = oh * g.sh - g.pt + i * g.dh;
-        if (ih < 0 || ih >= g.h) continue;
-        const int8_t* xr = xc + ih * g.w;
-        for (int64_t j = 0; j < g.kw; ++j) {
-          const int32_t wv = wo[(c * g.kh + i) * g.kw + j];
-          const int64_t off = c0 * g.sw - g.pl + j * g.dw;  // input column of strip column 0
+    // Each tap column's valid strip columns depend only on the column: found once per strip, not per channel and
+    // row (the divisions behind them are library calls on 32-bit cores).
+    int64_t tap_lo[kTapCols], tap_hi[kTapCols];
+    const bool tabled = g.kw <= kTapCols;
+    for (int64_t j = 0; tabled && j < g.kw; ++j)
+      kernels::conv_valid_range(c0 * g.sw - g.pl + j * g.dw, g.sw, g.w, n, &tap_lo[j], &tap_hi[j]);
+    // Native-width index arithmetic below (ptrdiff_t): every offset here is inside one tensor, which the runtime caps
+    // far below the 32-bit range, and 64-bit arithmetic costs a 32-bit core two to three instructions apiece.
+    const ptrdiff_t kh = static_cast<ptrdiff_t>(g.kh), kw = static_cast<ptrdiff_t>(g.kw);
+    const ptrdiff_t h = static_cast<ptrdiff_t>(g.h), wd = static_cast<ptrdiff_t>(g.w), step = static_cast<ptrdiff_t>(g.sw);
+    const ptrdiff_t row0 = static_cast<ptrdiff_t>(oh * g.sh - g.pt), dh = static_cast<ptrdiff_t>(g.dh);
+    const ptrdiff_t col0 = static_cast<ptrdiff_t>(c0 * g.sw - g.pl), dw = static_cast<ptrdiff_t>(g.dw);
+    const int32_t zp = io.x_zero_point;
+    const int8_t* xc = x0 + gi * g.cg * g.h * g.w;
+    const int8_t* wc = wo;
+    for (int64_t c = 0; c < g.cg; ++c, xc += h * wd, wc += kh * kw) {
+      for (ptrdiff_t i = 0; i < kh; ++i) {
+        const ptrdiff_t ih = row0 + i * dh;
+        if (ih < 0 || ih >= h) continue;
+        const int8_t* xr = xc + ih * wd;
+        for (ptrdiff_t j = 0; j < kw; ++j) {
+          const int32_t wv = wc[i * kw + j];
+          const ptrdiff_t off = col0 + j * dw;  // input column of strip column 0
           int64_t lo = 0, hi = 0;
-          kernels::conv_valid_range(off, g.sw, g.w, n, &lo, &hi);
-          if (lo >= hi) continue;
-          const int8_t* xs = xr + off + lo * g.sw;  // strip column lo's input
-          uint32_t* as = acc + lo;
-          const int32_t zp = io.x_zero_point;
-          if (g.sw == 1) {
-            for (int64_t q = 0; q < hi - lo; ++q) as[q] += static_cast<uint32_t>((xs[q] - zp) * wv);
+          if (tabled) {
+            lo = tap_lo[j];
+            hi = tap_hi[j];
           } else {
-            for (int64_t q = 0; q < hi - lo; ++q) as[q] += static_cast<uint32_t>((xs[q * g.sw] - zp) * wv);
+            kernels::conv_valid_range(off, g.sw, g.w, n, &lo, &hi);
+          }
+          if (lo >= hi) continue;
+          const ptrdiff_t first = static_cast<ptrdiff_t>(lo), len = static_cast<ptrdiff_t>(hi - lo);
+          const int8_t* xs = xr + off + first * step;  // strip column lo's input
+          uint32_t* as = acc + first;
+          if (step == 1) {
+            for (ptrdiff_t q = 0; q < len; ++q) as[q] += static_cast<uint32_t>((xs[q] - zp) * wv);
+          } else {
+            for (ptrdiff_t q = 0; q < len; ++q) as[q] += static_cast<uint32_t>((xs[q * step] - zp) * wv);
           }
         }
       }
