@@ -228,6 +228,10 @@ def emulate(board: str, *, model: str | os.PathLike[str] | None = None, bundle: 
         b = load_board(board, root)
     except BoardError as e:
         raise EmulateError(str(e)) from None
+    profile = profile_for(b, root)  # a board nothing here emulates is refused first
+    if b.bare_metal and backend is not None:
+        raise EmulateError(f"--backend: board {b.name} is a microcontroller without an accelerator backend")
+    backends = None if b.bare_metal else _accelerator(b, backend)  # checked before anything is built
     model_path = Path(model).resolve() if model is not None else None
     if model_path is not None and not model_path.is_file():
         raise EmulateError(f"model not found: {str(model_path)!r}; export one with dt.export(model, example, "
@@ -235,8 +239,6 @@ def emulate(board: str, *, model: str | os.PathLike[str] | None = None, bundle: 
     if bundle is None and model_path is None:
         raise EmulateError("give --model MODEL.dtm (a bundle is built for it) or --bundle dist/<board>")
     if b.bare_metal:  # a microcontroller: its firmware under qemu-system-arm (emulate/firmware.py)
-        if backend is not None:
-            raise EmulateError(f"--backend: board {b.name} is a microcontroller without an accelerator backend")
         if data:
             raise EmulateError(f"board {b.name} runs its firmware's bundled test vector; --data does not apply")
         from .firmware import emulate_firmware
@@ -244,8 +246,6 @@ def emulate(board: str, *, model: str | os.PathLike[str] | None = None, bundle: 
         return emulate_firmware(b, model=model_path, bundle=Path(bundle) if bundle is not None else None,
                                 out=Path(out), timeout=timeout, count_instructions=count_instructions, log=log,
                                 progress=progress, kernels=kernels)
-    profile = profile_for(b, root)
-    backends = _accelerator(b, backend)  # checked before anything is built
     bundle_dir = (Path(bundle) if bundle is not None else Path(out) / b.name).resolve()
 
     with tempfile.TemporaryDirectory(prefix="dtorch-emulate-") as d:
