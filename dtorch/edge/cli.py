@@ -280,7 +280,8 @@ def boards(as_json: bool) -> None:
     rows = [["NAME", "ARCH", "CPU", "RAM", "TOOLCHAINS", "EMULATOR"]]
     for b in all_boards:
         tcs = " ".join(f"{f}:{state[found(f, b.arch)]}" for f in b.toolchains)
-        rows.append([b.name, b.arch, b.cpu_summary(), _fmt_ram(b.ram_mb), tcs, b.emulator.summary()])
+        ram = _fmt_ram(b.ram_mb) if b.mcu is None else f"{b.mcu.ram_kb} KiB (flash {b.mcu.flash_kb} KiB)"
+        rows.append([b.name, b.arch, b.cpu_summary(), ram, tcs, b.emulator.summary()])
     for line in _table(rows):
         click.echo(line)
 

@@ -185,3 +185,33 @@ def test_invalid_toml_and_missing_file(tmp_path):
     p.write_bytes(b"name = \"\xff\"\n")
     with pytest.raises(BoardError, match="not UTF-8"):
         load_board_file(p)
+
+
+MCU = (REPO / "boards" / "stm32f746-disco.toml").read_text()
+
+
+@pytest.mark.parametrize("base,edit,field,needle", [
+    (MCU, lambda s: s[:s.index("[mcu]")] + s[s.index("[flags.arm-none-eabi]"):], "mcu", "missing"),
+    (MCU, lambda s: s.replace("stack_kb = 16 ", "stack_kb = 400"), "mcu", "stack_kb < ram_kb"),
+    (MCU, lambda s: s.replace('binary = "qemu-system-arm"', 'binary = "qemu-arm"'), "emulator.binary", "does not run"),
+    (MCU, lambda s: s.replace('machine = "mps2-an500"', 'machine = 5'), "emulator.machine", "string"),
+    (GOOD, lambda s: s + "\n[mcu]\nflash_kb = 1\nram_kb = 1\nstack_kb = 1\ncpi = 1.0\n", "mcu", "only bare-metal"),
+    (GOOD, lambda s: s.replace('kind = "qemu-user"', 'kind = "qemu-system"'), "emulator.kind", "bare-metal firmware"),
+])
+def test_malformed_microcontroller_board_names_file_and_field(tmp_path, base, edit, field, needle):
+    text = edit(base)
+    assert text != base, "the edit did not apply: update the test with the board file"
+    name = "stm32f746-disco" if base is MCU else "rpi4"
+    p = _write(tmp_path, text, name)
+    with pytest.raises(BoardError) as e:
+        load_board(name, boards_dir=p.parent)
+    assert e.value.path == p and e.value.field == field, str(e.value)
+    assert needle in str(e.value)
+
+
+def test_microcontroller_board_has_its_memories():
+    b = load_board("stm32f746-disco")
+    assert b.bare_metal and b.mcu is not None and b.mcu.flash_bytes == 1024 * 1024 and b.mcu.ram_bytes == 320 * 1024
+    assert b.emulator.command("fw.elf", "3")[:4] == ["qemu-system-arm", "-M", "mps2-an500", "-cpu"]
+    assert "arg=fw.elf,arg=3" in " ".join(b.emulator.command("fw.elf", "3"))
+    assert not load_board("rk3588").bare_metal
