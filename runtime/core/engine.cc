@@ -10,10 +10,12 @@
 #include <cstring>
 #include <new>
 
+#include "core/carve.h"
 #include "core/exec.h"
 #include "dtm_generated.h"
 #include "dtorch/dtorch.h"
 
+using dtorch::Carve;
 using dtorch::DType;
 using dtorch::KernelContext;
 using dtorch::LoadedModel;
@@ -52,14 +54,7 @@ constexpr uint64_t kMaxTensorBytes =
 int fail(dtorch_error* err, const Status& st) {
   if (err != nullptr) {
     err->code = static_cast<int>(st.code());
-    const size_t n = std::strlen(st.message());
-    const size_t cap = sizeof(err->message);
-    if (n < cap) {
-      std::memcpy(err->message, st.message(), n + 1);
-    } else {
-      std::memcpy(err->message, st.message(), cap - 1);
-      std::memcpy(err->message + cap - 4, "...", 4);
-    }
+    dtorch::copy_cut(err->message, sizeof(err->message), st.message());
   }
   return static_cast<int>(st.code());
 }
@@ -71,32 +66,6 @@ int ok(dtorch_error* err) {
   }
   return DTORCH_OK;
 }
-
-// Hands out aligned pieces of the arena; past its end it only counts (so a too small arena still learns the size).
-struct Carve {
-  uint8_t* base;
-  size_t cap;
-  size_t used = 0;
-  bool overflow = false;
-  void* take(size_t bytes, size_t align) {
-    const size_t at = (used + align - 1) / align * align;
-    if (at < used || bytes > SIZE_MAX - at) {
-      overflow = true;
-      return nullptr;
-    }
-    used = at + bytes;
-    return base != nullptr && used <= cap ? base + at : nullptr;
-  }
-  template <typename T>
-  T* array(size_t n) {
-    if (n > SIZE_MAX / sizeof(T)) {
-      overflow = true;
-      return nullptr;
-    }
-    return static_cast<T*>(take(n * sizeof(T), 8));
-  }
-  bool fits() const { return !overflow && base != nullptr && used <= cap; }
-};
 
 Status too_small(size_t needed, size_t given, bool exact) {
   return dtorch::error_status(StatusCode::kInvalidArgument,
@@ -260,13 +229,20 @@ Status load(const uint8_t* bytes, size_t size, uint8_t* arena, size_t arena_byte
   return Status::Ok();
 }
 
-void describe(const dtorch_model* e, int32_t t, dtorch_tensor_info* info) {
+// The name, dtype and shape of which[i] (the model's inputs or outputs, `side` naming them in the error).
+int tensor_info(const dtorch_model* e, dtorch::Span<const int32_t> which, const char* side, size_t i,
+                dtorch_tensor_info* info, dtorch_error* err) {
+  if (e == nullptr || info == nullptr || i >= which.size())
+    return fail(err, dtorch::error_status(StatusCode::kInvalidArgument, "no %s %zu (the model has %zu)", side, i,
+                                          which.size()));
+  const int32_t t = which[i];
   const TensorView& v = e->views[t];
   info->name = e->m.tensors[t].name;
   info->dtype = static_cast<int>(v.dtype);
   info->ndim = v.shape.ndim;
   for (int d = 0; d < DTORCH_MAX_DIMS; ++d) info->dims[d] = d < v.shape.ndim ? v.shape.dims[d] : 0;
   info->bytes = v.nbytes();
+  return ok(err);
 }
 
 }  // namespace
@@ -332,19 +308,12 @@ size_t dtorch_num_inputs(const dtorch_model* model) { return model != nullptr ? 
 size_t dtorch_num_outputs(const dtorch_model* model) { return model != nullptr ? model->m.outputs.size() : 0; }
 
 int dtorch_input_info(const dtorch_model* model, size_t i, dtorch_tensor_info* info, dtorch_error* err) {
-  if (model == nullptr || info == nullptr || i >= model->m.inputs.size())
-    return fail(err, dtorch::error_status(StatusCode::kInvalidArgument, "no input %zu (the model has %zu)", i,
-                                          model != nullptr ? model->m.inputs.size() : 0));
-  describe(model, model->m.inputs[i], info);
-  return ok(err);
+  return tensor_info(model, model != nullptr ? model->m.inputs : dtorch::Span<const int32_t>(), "input", i, info, err);
 }
 
 int dtorch_output_info(const dtorch_model* model, size_t i, dtorch_tensor_info* info, dtorch_error* err) {
-  if (model == nullptr || info == nullptr || i >= model->m.outputs.size())
-    return fail(err, dtorch::error_status(StatusCode::kInvalidArgument, "no output %zu (the model has %zu)", i,
-                                          model != nullptr ? model->m.outputs.size() : 0));
-  describe(model, model->m.outputs[i], info);
-  return ok(err);
+  return tensor_info(model, model != nullptr ? model->m.outputs : dtorch::Span<const int32_t>(), "output", i, info,
+                     err);
 }
 
 int dtorch_run(dtorch_model* model, const void* const* inputs, size_t num_inputs, dtorch_error* err) {

@@ -12,6 +12,8 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "core/carve.h"
+
 namespace dtorch {
 namespace {
 
@@ -368,7 +370,7 @@ namespace {
 void vappend(Text* t, const char* fmt, va_list ap) {
   const size_t used = std::strlen(t->buf);
   const int n = vformat(t->buf + used, Text::kBytes - used, fmt, ap);
-  if (n > 0 && used + static_cast<size_t>(n) >= Text::kBytes) std::memcpy(t->buf + Text::kBytes - 4, "...", 4);
+  if (n > 0 && used + static_cast<size_t>(n) >= Text::kBytes) mark_cut(t->buf, Text::kBytes);
 }
 }  // namespace
 

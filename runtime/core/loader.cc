@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
+#include "core/carve.h"
 #include "core/model.h"
 #include "core/op_schema.h"
 #include "dtm_generated.h"
@@ -237,21 +238,6 @@ Status verify_model(const uint8_t* data, size_t size, const dtm::Model** out) {
   return Status::Ok();
 }
 
-// Hands out 8-byte aligned pieces of the caller's tables (or, with base == nullptr, only counts them).
-struct Carve {
-  uint8_t* base;
-  size_t cap;
-  size_t used = 0;
-  template <typename T>
-  bool take(size_t n, Span<T>* out) {
-    const size_t at = (used + 7) / 8 * 8;
-    used = at + n * sizeof(T);
-    out->n = n;
-    out->ptr = base != nullptr && used <= cap ? reinterpret_cast<T*>(base + at) : nullptr;
-    return base == nullptr || used <= cap;
-  }
-};
-
 struct Tables {
   Span<TensorInfo> tensors;
   Span<NodeInfo> nodes;
@@ -260,15 +246,19 @@ struct Tables {
   Span<uint8_t> defined, is_output;
 };
 
-// Lays the tables out in `c`; false when they do not fit.
-bool carve_tables(const dtm::Model* model, Carve* c, Tables* t) {
+// Lays the tables out in `c` (Carve::fits says whether they fit).
+void carve_tables(const dtm::Model* model, Carve* c, Tables* t) {
   const size_t nt = model->tensors() ? model->tensors()->size() : 0;
   const size_t nn = model->nodes() ? model->nodes()->size() : 0;
   const size_t ni = model->inputs() ? model->inputs()->size() : 0;
   const size_t no = model->outputs() ? model->outputs()->size() : 0;
-  return c->take(nt, &t->tensors) && c->take(nn, &t->nodes) && c->take(ni, &t->example_shapes) &&
-         c->take(ni, &t->test_inputs) && c->take(no, &t->test_outputs) && c->take(nt, &t->defined) &&
-         c->take(nt, &t->is_output);
+  t->tensors = c->span<TensorInfo>(nt);
+  t->nodes = c->span<NodeInfo>(nn);
+  t->example_shapes = c->span<Shape>(ni);
+  t->test_inputs = c->span<TestTensor>(ni);
+  t->test_outputs = c->span<TestTensor>(no);
+  t->defined = c->span<uint8_t>(nt);
+  t->is_output = c->span<uint8_t>(nt);
 }
 
 template <typename T>
@@ -307,7 +297,8 @@ Status load_model(const uint8_t* data, size_t size, void* tables, size_t tables_
     return Status(StatusCode::kInvalidArgument, "the model's tables must start at an 8-byte aligned address");
   Carve carve{static_cast<uint8_t*>(tables), tables_bytes};
   Tables tb;
-  if (!carve_tables(model, &carve, &tb))
+  carve_tables(model, &carve, &tb);
+  if (!carve.fits())
     return error_status(StatusCode::kInvalidArgument, "the model's tables need %zu bytes, %zu were given",
                         carve.used, tables_bytes);
   m.model = model;

@@ -2,29 +2,14 @@
 #include "dtorch/status.h"
 
 #include <cstdarg>
-#include <cstring>
+
+#include "core/carve.h"
 
 namespace dtorch {
 
-namespace {
-// A message cut to fit ends in "...", so a reader sees it was cut.
-void mark_cut(char* buf, size_t cap) {
-  if (cap >= 4) std::memcpy(buf + cap - 4, "...", 4);
-}
-}  // namespace
-
 Status::Status(StatusCode code, const char* message) : code_(code) { copy_message(message != nullptr ? message : ""); }
 
-void Status::copy_message(const char* m) {
-  const size_t n = std::strlen(m);
-  if (n < kMessageBytes) {
-    std::memcpy(message_, m, n + 1);
-  } else {
-    std::memcpy(message_, m, kMessageBytes - 1);
-    message_[kMessageBytes - 1] = '\0';
-    mark_cut(message_, kMessageBytes);
-  }
-}
+void Status::copy_message(const char* m) { copy_cut(message_, kMessageBytes, m); }
 
 const char* status_code_name(StatusCode c) {
   switch (c) {
