@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
 import re
 import shutil
 import subprocess
@@ -134,6 +133,7 @@ def build_firmware(board: Any, model: Path, out: Path, *, toolchain: str | None 
     """Builds the firmware of `model` for bare-metal `board` into `out` (the dist folder, replaced atomically by the
     caller); returns the manifest. `run_scons(args)` runs SCons in the resource root and returns (status, output)."""
     from .._export.errors import DtmFormatError
+    from .._fileio import write_atomic
     from ..runtime import _C
     from .boards import BoardError
     from .build_plan import PlanError, make_plan
@@ -182,10 +182,8 @@ def build_firmware(board: Any, model: Path, out: Path, *, toolchain: str | None 
     }
     for name, content in files.items():
         p = gen / name
-        if not p.exists() or p.read_bytes() != content:
-            tmp = p.with_suffix(p.suffix + ".tmp")
-            tmp.write_bytes(content)
-            os.replace(tmp, p)
+        if not p.exists() or p.read_bytes() != content:  # unchanged files keep their time stamps: SCons skips them
+            write_atomic(p, content)
     args = [f"board={board.name}", f"toolchain={plan.toolchain.family}", f"models={gen / 'model.dtm'}",
             f"firmware={gen}", *([f"kernels={kernels}"] if kernels != "fast" else [])]
     rc, text = run_scons(args)

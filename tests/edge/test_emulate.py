@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -22,7 +21,8 @@ import dtorch as dt
 from dtorch.edge.build import build_bundle
 from dtorch.edge.cli import main
 from dtorch.edge.emulate import EmulateError, RunnerUnavailable, RunTimeout, emulate
-from dtorch.edge.emulate.docker import docker_engine_answers
+
+from .docker_check import docker_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]
 BOARDS = ["rk3588", "rv1126", "licheepi4a"]
@@ -177,17 +177,8 @@ def test_instructions_within_the_committed_baseline(models, bundles):
         assert now <= was * (1 + base["tolerance"]), f"{board}: {now:,} instructions per inference vs {was:,}"
 
 
-def _docker_or_skip() -> None:
-    ok, why = docker_engine_answers()
-    if not ok:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the docker runner, but {why}")
-        print(f"test_emulate: docker runner skipped: {why}")
-        pytest.skip(why)
-
-
 def test_docker_runner_gives_the_local_runner_outputs(models, bundles, digits):
-    _docker_or_skip()
+    docker_or_skip("test_emulate")
     _, path = models["mobilenetv2"]
     kw = dict(bundle=bundles["rv1126"], model=bundles["rv1126"] / path.name, data=[digits], runs=1, bench_runs=2,
               log=_quiet, progress=False)

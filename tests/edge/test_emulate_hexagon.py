@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import importlib.util
 import json
-import os
 from pathlib import Path
 
 import numpy as np
@@ -19,7 +18,8 @@ import dtorch as dt
 from dtorch.edge.boards import load_board
 from dtorch.edge.build import build_bundle
 from dtorch.edge.emulate import emulate
-from dtorch.edge.emulate.docker import docker_engine_answers
+
+from .docker_check import docker_or_skip
 
 ROOT = Path(__file__).resolve().parents[2]
 BOARD = "qcs6490-cdsp"
@@ -119,12 +119,7 @@ def test_instructions_are_deterministic_and_within_the_baseline(models, bundle):
 
 
 def test_docker_runner_gives_the_local_runner_outputs(models, bundle, digits):
-    ok, why = docker_engine_answers()
-    if not ok:
-        if os.environ.get("CI"):
-            pytest.fail(f"CI must run the docker runner, but {why}")
-        print(f"test_emulate_hexagon: docker runner skipped: {why}")
-        pytest.skip(why)
+    docker_or_skip("test_emulate_hexagon")
     _, path = models["simplenet_int8"]
     kw = dict(bundle=bundle, model=bundle / path.name, data=[digits], runs=1, bench_runs=1, log=_quiet,
               progress=False)

@@ -73,7 +73,7 @@ def run_firmware(board: Any, elf: Path, runs: int, *, timeout: float, plugin: Pa
 def emulate_firmware(board: Any, *, model: Path | None, bundle: Path | None, out: Path, timeout: float,
                      count_instructions: bool, log: Callable[[str], None], progress: bool, kernels: str) -> Any:
     from ..build import BuildError, build_bundle
-    from .core import PARITY_TOLERANCE, EmulationReport
+    from .core import PARITY_TOLERANCE, EmulationReport, _max_rel
     from .plugin import build_plugin
 
     bundle_dir = (bundle if bundle is not None else out / board.name).resolve()
@@ -110,13 +110,10 @@ def emulate_firmware(board: Any, *, model: Path | None, bundle: Path | None, out
     got = [np.frombuffer(bytes.fromhex(o["hex"]), dtype=h.dtype).reshape(h.shape)
            for o, h in zip(one["outputs"], host)]
     bits = len(got) == len(host) and all(g.tobytes() == h.tobytes() for g, h in zip(got, host))
-    rel = 0.0
-    for g, e in zip(got, expected):
-        scale = float(np.max(np.abs(e))) if e.size else 0.0
-        rel = max(rel, float(np.max(np.abs(g.astype(np.float64) - e))) / (scale if scale > 0 else 1.0))
-    parity = {"label": "emulated", "host_bits_equal": bits, "vs_host_max_abs": 0.0 if bits else float(
-        max(float(np.max(np.abs(g.astype(np.float64) - h))) for g, h in zip(got, host))),
-        "vs_expected_max_rel": rel, "pass": bits and rel <= PARITY_TOLERANCE * 10, "tolerance": PARITY_TOLERANCE}
+    rel = max((_max_rel(g, e) for g, e in zip(got, expected)), default=0.0)
+    host_abs = max((float(np.max(np.abs(g.astype(np.float64) - h))) for g, h in zip(got, host) if h.size), default=0.0)
+    parity = {"label": "emulated", "host_bits_equal": bits, "vs_host_max_abs": host_abs, "vs_expected_max_rel": rel,
+              "pass": bits and rel <= PARITY_TOLERANCE * 10, "tolerance": PARITY_TOLERANCE}
 
     mcu = board.mcu
     sizes = manifest["sizes"]
